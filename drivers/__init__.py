@@ -1,0 +1,29 @@
+"""Storage drivers and the protocol they implement.
+
+A driver stores sealed, blinded, pseudonymous rows (:class:`StoredRow`) and declares what it
+can do (:class:`Capabilities`). Drivers are found by URL scheme through the entry-point group
+``mainsdk_memory.drivers``; ``local`` ships here, and a third party adds one by registering a
+factory that takes the URL.
+"""
+
+from mainsdk_memory.drivers._protocol import (
+    TENANT_SUBJECT,
+    Capabilities,
+    Driver,
+    EraseResult,
+    Filter,
+    StoredRow,
+    bm25_rank,
+)
+from mainsdk_memory.drivers._registry import open_driver
+
+__all__ = [
+    "TENANT_SUBJECT",
+    "Capabilities",
+    "Driver",
+    "EraseResult",
+    "Filter",
+    "StoredRow",
+    "bm25_rank",
+    "open_driver",
+]

@@ -1,0 +1,241 @@
+"""The storage driver protocol: what a driver stores, what it must answer, and what it declares.
+
+A driver stores :class:`StoredRow` values and never sees plaintext: the text, typed data and
+source of a memory arrive sealed, person ids arrive as keyed pseudonyms, and search terms
+arrive blinded (keyed HMACs). A driver only filters, orders, ranks and erases.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "TENANT_SUBJECT",
+    "Capabilities",
+    "Driver",
+    "EraseResult",
+    "Filter",
+    "StoredRow",
+    "bm25_rank",
+]
+
+#: The subject of shared, tenant-level memory (``about="tenant"``).
+TENANT_SUBJECT = "tenant"
+
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a driver can do; the conformance suite checks each declared capability."""
+
+    text_search: bool = True
+    """Ranks blind-index terms with BM25 (:func:`bm25_rank`)."""
+    time_travel: bool = True
+    """Keeps closed versions, so ``as_of`` and ``history`` work."""
+    vectors: bool = False
+    """Stores sealed embeddings and ranks by vector similarity."""
+    relations: bool = False
+    """Stores relations between memories."""
+    extraction: bool = False
+    """Extracts memories from conversations (never in remember, recall or forget)."""
+    erase: Literal["hard", "soft"] = "hard"
+    """``hard``: forget removes every byte of a memory; ``soft``: it only hides it."""
+    regions: tuple[str, ...] = ()
+    """Regions the driver can keep data in; empty means wherever its storage is."""
+    concurrent_writers: bool = True
+    """Several processes may write one store at once without losing writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """One version of one memory, as the driver stores it: sealed, blinded, pseudonymous."""
+
+    tenant: str
+    app: str
+    subject: str
+    """A person's keyed pseudonym (``p_…``), or :data:`TENANT_SUBJECT`."""
+    memory_id: str
+    version: int
+    kind: str
+    labels: tuple[str, ...]
+    trust: str
+    agent: str
+    session: str | None
+    session_only: bool
+    pinned: bool
+    created_at: datetime
+    """When the memory's first version was recorded (list order)."""
+    recorded_at: datetime
+    valid_from: datetime
+    valid_to: datetime | None
+    sealed: bytes
+    terms: Mapping[str, int] = field(default_factory=dict)
+    """Blind-index term → count in this version's text."""
+    length: int = 0
+    """Number of index terms in this version's text (BM25 document length)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    """Which rows a read may see. Drivers apply it in full; :meth:`matches` is the reference."""
+
+    tenant: str
+    app: str
+    subjects: tuple[str, ...]
+    session: str | None = None
+    """Rows written ``session_only`` are visible only to this session."""
+    kinds: frozenset[str] | None = None
+    as_of: datetime | None = None
+    """``None``: current versions (``valid_to`` unset); else the version valid at that time."""
+    pinned: bool | None = None
+    """``True``: pinned rows only; ``False``: unpinned only; ``None``: both."""
+
+    def visible(self, row: StoredRow) -> bool:
+        """Whether ``row`` is in scope, ignoring time (tenant, app, subject, session, kind, pin)."""
+        return (
+            row.tenant == self.tenant
+            and row.app == self.app
+            and row.subject in self.subjects
+            and (not row.session_only or (row.session is not None and row.session == self.session))
+            and (self.kinds is None or row.kind in self.kinds)
+            and (self.pinned is None or row.pinned == self.pinned)
+        )
+
+    def in_time(self, row: StoredRow) -> bool:
+        """Whether ``row`` is the version this filter's time selects."""
+        if self.as_of is None:
+            return row.valid_to is None
+        return row.valid_from <= self.as_of and (row.valid_to is None or self.as_of < row.valid_to)
+
+    def matches(self, row: StoredRow) -> bool:
+        """Whether a read with this filter returns ``row``."""
+        return self.visible(row) and self.in_time(row)
+
+
+@dataclass(frozen=True, slots=True)
+class EraseResult:
+    """What a driver's erase removed, confirmed durable when it returns."""
+
+    memory_id: str
+    versions: tuple[int, ...]
+    mode: Literal["hard", "soft"]
+
+
+def _order_key(row: StoredRow) -> tuple[float, str]:
+    return (row.recorded_at.timestamp(), row.memory_id)
+
+
+def bm25_rank(
+    rows: Iterable[StoredRow], query: Sequence[Collection[str]], top_k: int
+) -> list[tuple[StoredRow, float]]:
+    """Rank ``rows`` (already filtered) for ``query`` with BM25; the reference ranking.
+
+    ``query`` holds one group per query term: the term's blind tokens, one per vocabulary
+    (a person's and the tenant's index keys give different tokens for the same word).
+    Scoring is Okapi BM25 with ``k1=1.5``, ``b=0.75`` and the non-negative idf
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``, summed once per query term (a repeated query
+    term counts again), over the filtered rows as the corpus. The score returned is the raw
+    score divided by the query's ceiling ``sum(idf * (k1 + 1))``, so it lies in [0, 1] and the
+    order equals plaintext BM25 on the same normalized terms.
+    Rows with no query term are left out. Ties: newer ``recorded_at`` first, then the
+    greater memory id. Every driver must return exactly this order and these scores.
+    """
+    corpus = list(rows)
+    if not corpus or not query or top_k <= 0:
+        return []
+    n_docs = len(corpus)
+    avgdl = sum(row.length for row in corpus) / n_docs or 1.0
+    tfs: list[list[int]] = []
+    df = [0] * len(query)
+    for row in corpus:
+        terms = row.terms
+        counts = [sum(terms.get(token, 0) for token in group) for group in query]
+        for i, count in enumerate(counts):
+            if count:
+                df[i] += 1
+        tfs.append(counts)
+    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
+    ceiling = sum(idf) * (BM25_K1 + 1.0)
+    if ceiling <= 0.0:
+        return []
+    scored: list[tuple[float, tuple[float, str], int]] = []
+    for index, (row, counts) in enumerate(zip(corpus, tfs, strict=True)):
+        if not any(counts):
+            continue
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * row.length / avgdl)
+        raw = sum(
+            w * (tf * (BM25_K1 + 1.0)) / (tf + norm)
+            for w, tf in zip(idf, counts, strict=True)
+            if tf
+        )
+        scored.append((min(1.0, raw / ceiling), _order_key(row), index))
+    best = heapq.nlargest(top_k, scored)
+    return [(corpus[index], score) for score, _key, index in best]
+
+
+@runtime_checkable
+class Driver(Protocol):
+    """A storage driver. Methods are atomic: each either happens whole or not at all.
+
+    Drivers translate their own failures into :class:`mainsdk_memory.StoreError`
+    (``raise StoreError(...) from exc``) and never put row contents in a message.
+    """
+
+    name: str
+    """A short name for receipts and diagnostics, e.g. ``"local"``."""
+    capabilities: Capabilities
+
+    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
+        """Store ``row``.
+
+        With ``closes=None`` the row is version 1 of a new memory. With ``closes=n`` the
+        row is version ``n + 1``: in one atomic step, version ``n`` gets ``valid_to =
+        row.valid_from`` and the row is added. If version ``n`` is not the memory's current
+        open version (another writer got there first), nothing changes and
+        :class:`mainsdk_memory.MemoryConflictError` is raised.
+        """
+        ...
+
+    def versions(
+        self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
+    ) -> list[StoredRow]:
+        """Every stored version of ``memory_id`` within those subjects, oldest first."""
+        ...
+
+    def set_pinned(
+        self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool
+    ) -> None:
+        """Set the pinned flag on the memory's current version (no new version)."""
+        ...
+
+    def list(
+        self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[StoredRow]:
+        """Rows matching ``where``, newest ``created_at`` first (then greater memory id).
+
+        ``after`` is the ``(created_at, memory_id)`` of the last row of the previous page.
+        """
+        ...
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> list[tuple[StoredRow, float]]:
+        """Rank the rows matching ``where`` exactly as :func:`bm25_rank` does."""
+        ...
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Remove every version and index entry of the memory; return once it is durable."""
+        ...
+
+    def close(self) -> None:
+        """Release files, connections and locks."""
+        ...

@@ -1,0 +1,66 @@
+"""mainsdk-memory: privacy-first memory for app agents.
+
+Tenant-scoped, sealed under a key per person, recalled as untrusted data, versioned instead
+of overwritten, and forgotten with a signed receipt::
+
+    from mainsdk_memory import Memory, tenant
+
+    memory = Memory.open("local:./memories", keys="./keys", app="support")
+    with tenant.use("acme"):
+        me = memory.acting_for("person-42", agent="support-bot", session="s-1")
+        me.remember("Prefers WhatsApp over email", kind="preference")
+        block = me.context("how to contact them")   # put this in a *user* message
+"""
+
+from mainsdk_memory import receipts, tenant
+from mainsdk_memory._errors import (
+    ConfigurationError,
+    InvalidInputError,
+    KeyStoreError,
+    MemoryCapabilityError,
+    MemoryConflictError,
+    MemoryNotFound,
+    MemorySDKError,
+    NoTenantError,
+    ReceiptError,
+    ScopeError,
+    SealError,
+    StoreError,
+    TenantMismatchError,
+)
+from mainsdk_memory._memory import Memory, ScopedMemory
+from mainsdk_memory._records import Hit, Kind, MemoryRecord, Page, Scope, Source, Trust
+from mainsdk_memory.drivers import Capabilities
+from mainsdk_memory.receipts import Receipt
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Capabilities",
+    "ConfigurationError",
+    "Hit",
+    "InvalidInputError",
+    "KeyStoreError",
+    "Kind",
+    "Memory",
+    "MemoryCapabilityError",
+    "MemoryConflictError",
+    "MemoryNotFound",
+    "MemoryRecord",
+    "MemorySDKError",
+    "NoTenantError",
+    "Page",
+    "Receipt",
+    "ReceiptError",
+    "Scope",
+    "ScopeError",
+    "ScopedMemory",
+    "SealError",
+    "Source",
+    "StoreError",
+    "TenantMismatchError",
+    "Trust",
+    "__version__",
+    "receipts",
+    "tenant",
+]

@@ -1,0 +1,167 @@
+"""The ``memory`` and ``memory-receipt`` command-line tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from mainsdk_memory import receipts, tenant
+from mainsdk_memory._errors import MemorySDKError, ReceiptError
+from mainsdk_memory._memory import Memory
+from mainsdk_memory._records import Source
+from mainsdk_memory.keys import KeyStore
+
+__all__ = ["main", "receipt_main"]
+
+
+def _keys_init(args: argparse.Namespace) -> int:
+    store = KeyStore.create(args.keys)
+    print(f"Created a key store at {store.path} (files are 0600).")
+    print("Keep it outside the memory store and out of version control; back it up separately.")
+    print(f"Hand receipt verifiers the public key: memory keys export-public --keys {store.path}")
+    return 0
+
+
+def _keys_export_public(args: argparse.Namespace) -> int:
+    store = KeyStore.open(args.keys)
+    if args.jwks:
+        print(json.dumps(store.export_public_jwks(), indent=2))
+    else:
+        sys.stdout.write(store.export_public_pem().decode("ascii"))
+    return 0
+
+
+def _say(title: str) -> None:
+    print(f"\n== {title}")
+
+
+def _demo(_: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="mainsdk-memory-demo-") as tmp:
+        root = Path(tmp)
+        _say("1. Create a project key store (kept apart from the memory store)")
+        KeyStore.create(root / "keys")
+        print(f"key store:    {root / 'keys'}")
+        print(f"memory store: {root / 'store'}")
+
+        # A fixed clock story: Ada lived in Lisbon from January, moved to Porto in October.
+        january = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
+        october = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+        september = datetime(2026, 9, 15, tzinfo=UTC)
+
+        with Memory.open(f"local:{root / 'store'}", keys=root / "keys", app="concierge") as memory:
+            with tenant.use("acme"):
+                ada = memory.acting_for("ada", agent="concierge-bot", session="chat-1")
+
+                _say("2. Remember (each memory is sealed under Ada's own key)")
+                home = ada.remember(
+                    "Ada lives in Lisbon.", source=Source.person("ada"), valid_from=january
+                )
+                ada.remember("Ada prefers WhatsApp over email.", kind="preference",
+                             source=Source.person("ada"))
+                tea = ada.remember("Ada drinks green tea, no sugar.", kind="preference")
+                ada.remember("Refunds go back to the original card.", kind="procedure",
+                             about="tenant", labels=["none"])
+                ada.pin(tea.id)
+                for record in ada.list().items:
+                    print(f"  {record.id}  {record.kind:<10} {record.trust:<9} {record.text}")
+
+                _say("3. Recall 'how should we contact her?'")
+                for hit in ada.recall("how should we contact her on whatsapp or email?"):
+                    print(f"  {hit.score:.2f}  {hit.record.text}")
+
+                _say("4. The context block (put it in a user message, never a system one)")
+                print(ada.context("contact whatsapp email", top_k=2))
+
+                _say("5. Revise: Ada moved to Porto in October")
+                ada.revise(home.id, "Ada lives in Porto.", valid_from=october,
+                           source=Source.person("ada"))
+                for version in ada.history(home.id):
+                    until = version.valid_to.date() if version.valid_to else "now"
+                    print(f"  v{version.version}: {version.text:<22} "
+                          f"valid {version.valid_from.date()} .. {until}")
+                past = ada.recall("where does Ada live?", as_of=september)
+                print(f"  Where did she live in September? {past[0].record.text}")
+                now = ada.recall("where does Ada live?")
+                print(f"  Where does she live now?         {now[0].record.text}")
+
+                _say("6. Forget, with a signed receipt that lists ids only")
+                receipt = ada.forget(home.id)
+                print(f"  receipt: {receipt.token[:60]}…")
+                print(f"  claims:  {json.dumps(dict(receipt.claims), indent=None)}")
+
+                _say("7. Anyone can verify it with the public key")
+                public_pem = KeyStore.open(root / "keys").export_public_pem()
+                checked = receipts.verify(receipt.token, public_pem)
+                print(f"  verified: memory {checked.memory_id}, erase={checked.erase}, "
+                      f"versions {', '.join(checked.version_ids)}")
+                tampered = receipt.token[:-4] + ("AAAA" if receipt.token[-4:] != "AAAA" else "BBBB")
+                try:
+                    receipts.verify(tampered, public_pem)
+                except ReceiptError:
+                    print("  a tampered receipt is refused")
+                left = ada.recall("Lisbon Porto", top_k=5)
+                print(f"  recall after forget: {len(left)} match(es)")
+    print("\nDone: the temporary store and keys were deleted.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``memory``."""
+    parser = argparse.ArgumentParser(
+        prog="memory", description="mainsdk-memory: privacy-first memory for app agents."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="run a guided tour in a temporary folder")
+    demo.set_defaults(run=_demo)
+    keys = commands.add_parser("keys", help="manage the project key store")
+    key_commands = keys.add_subparsers(dest="keys_command", required=True)
+    init = key_commands.add_parser("init", help="create a new key store")
+    init.add_argument("--keys", required=True, type=Path, help="folder for the new key store")
+    init.set_defaults(run=_keys_init)
+    export = key_commands.add_parser("export-public", help="print the receipt-signing public key")
+    export.add_argument("--keys", required=True, type=Path, help="the key store folder")
+    export.add_argument("--jwks", action="store_true", help="print every key as a JWK Set")
+    export.set_defaults(run=_keys_export_public)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except MemorySDKError as exc:
+        print(f"memory: {exc}", file=sys.stderr)
+        return 1
+
+
+def receipt_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``memory-receipt``."""
+    parser = argparse.ArgumentParser(
+        prog="memory-receipt", description="Verify a mainsdk-memory forget receipt."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    verify = commands.add_parser("verify", help="check a receipt's signature and claims")
+    verify.add_argument("receipt", help="the receipt token, a file holding it, or - for stdin")
+    verify.add_argument("--key", required=True, type=Path,
+                        help="the issuer's public key (PEM or JWK Set file)")
+    args = parser.parse_args(argv)
+    try:
+        if args.receipt == "-":
+            token = sys.stdin.read().strip()
+        elif Path(args.receipt).is_file():
+            token = Path(args.receipt).read_text().strip()
+        else:
+            token = args.receipt.strip()
+        try:
+            key = args.key.read_bytes()
+        except OSError as exc:
+            print(f"memory-receipt: cannot read the key file: {exc.strerror}", file=sys.stderr)
+            return 2
+        receipt = receipts.verify(token, key)
+    except ReceiptError as exc:
+        print(f"memory-receipt: INVALID: {exc}", file=sys.stderr)
+        return 1
+    print("valid receipt")
+    print(json.dumps(dict(receipt.claims), indent=2, sort_keys=True))
+    return 0

@@ -1,0 +1,174 @@
+"""The exception tree of mainsdk-memory: one root, stable codes, messages that say what to do next.
+
+Every error the SDK raises derives from :class:`MemorySDKError`. Each class carries a stable
+``code`` that links to ``docs/errors.md#<code>``. No message ever contains memory content,
+a query or a search term: only ids, names of parameters and what to do next.
+
+::
+
+    MemorySDKError
+    ├── NoTenantError                 no tenant.use(...) around the call
+    │   └── TenantMismatchError       a handle used under another tenant than it was made in
+    ├── InvalidInputError             bad argument; nothing was changed (also a ValueError)
+    ├── ScopeError                    the call reaches outside the caller's scope
+    ├── MemoryNotFound                unknown id (another tenant's or person's id looks the same)
+    ├── MemoryConflictError           a concurrent revision won; reload and retry
+    ├── MemoryCapabilityError         the driver does not declare what the call needs
+    ├── SealError                     a sealed memory did not open (opaque on purpose)
+    ├── KeyStoreError                 the key store is missing, damaged or unusable
+    ├── ReceiptError                  a receipt did not verify
+    ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
+    └── StoreError                    the storage failed underneath (I/O, database)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "InvalidInputError",
+    "KeyStoreError",
+    "MemoryCapabilityError",
+    "MemoryConflictError",
+    "MemoryNotFound",
+    "MemorySDKError",
+    "NoTenantError",
+    "ReceiptError",
+    "ScopeError",
+    "SealError",
+    "StoreError",
+    "TenantMismatchError",
+]
+
+DOCS = "docs/errors.md"
+
+
+class MemorySDKError(Exception):
+    """Root of every error raised by mainsdk-memory."""
+
+    code: str = "MAIN-MEM-E000"
+    default_message: str = "mainsdk-memory failed."
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or self.default_message
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return f"{self.message} [{self.code}; see {DOCS}#{self.code.lower()}]"
+
+
+class NoTenantError(MemorySDKError):
+    """A tenant-scoped call ran outside ``tenant.use(...)``."""
+
+    code = "MAIN-MEM-E001"
+    default_message = (
+        "No tenant is set. Wrap the call in `with tenant.use(tenant_id):`; "
+        "the tenant is never a parameter."
+    )
+
+
+class TenantMismatchError(NoTenantError):
+    """A scoped handle was used under a different tenant than the one it was made in."""
+
+    code = "MAIN-MEM-E002"
+    default_message = (
+        "This handle was made under another tenant than the current one. "
+        "Call memory.acting_for(...) again inside the tenant you mean to use."
+    )
+
+
+class InvalidInputError(MemorySDKError, ValueError):
+    """An argument was rejected before anything was changed."""
+
+    code = "MAIN-MEM-E010"
+    default_message = "An argument was rejected; nothing was changed."
+
+
+class ScopeError(MemorySDKError):
+    """The call would reach outside the scope of the handle (another person, another session)."""
+
+    code = "MAIN-MEM-E011"
+    default_message = "The call reaches outside this handle's scope; nothing was changed."
+
+
+class MemoryNotFound(MemorySDKError, LookupError):
+    """No memory with that id exists in the caller's scope.
+
+    Another tenant's or another person's id raises exactly this, with the same message,
+    so an id reveals nothing about what exists elsewhere.
+    """
+
+    code = "MAIN-MEM-E020"
+    default_message = (
+        "No memory with that id in this scope. Check the id, the tenant and the person "
+        "you act for; forgotten memories are gone for good."
+    )
+
+
+class MemoryConflictError(MemorySDKError):
+    """Another writer revised the memory first."""
+
+    code = "MAIN-MEM-E021"
+    default_message = (
+        "The memory was revised concurrently and this revision lost. "
+        "Read it again with get() and retry the revision on the newest version."
+    )
+
+
+class MemoryCapabilityError(MemorySDKError):
+    """The driver does not declare the capability the call needs."""
+
+    code = "MAIN-MEM-E030"
+    default_message = "The driver does not support this call."
+
+    def __init__(self, capability: str, message: str | None = None) -> None:
+        self.capability = capability
+        super().__init__(
+            message
+            or f"The driver does not declare the capability {capability!r}. "
+            "Open the memory with a driver that declares it (see memory.capabilities)."
+        )
+
+
+class SealError(MemorySDKError):
+    """A sealed memory could not be opened.
+
+    Opaque on purpose: it never says whether the key, the associated data or the
+    ciphertext was wrong.
+    """
+
+    code = "MAIN-MEM-E040"
+    default_message = (
+        "A sealed memory could not be opened: its key is gone or it was moved or altered. "
+        "Check that the key store matches this memory store."
+    )
+
+
+class KeyStoreError(MemorySDKError):
+    """The key store is missing, damaged or cannot seal and open."""
+
+    code = "MAIN-MEM-E050"
+    default_message = "The key store cannot be used."
+
+
+class ReceiptError(MemorySDKError):
+    """A forget receipt failed verification."""
+
+    code = "MAIN-MEM-E060"
+    default_message = (
+        "The receipt did not verify: it was altered, or it was signed by another key. "
+        "Ask the issuer for their public key (memory keys export-public)."
+    )
+
+
+class ConfigurationError(MemorySDKError):
+    """A bad URL, an unknown driver scheme or a wrong option."""
+
+    code = "MAIN-MEM-E070"
+    default_message = "The configuration is not usable."
+
+
+class StoreError(MemorySDKError):
+    """The storage underneath failed (I/O, database)."""
+
+    code = "MAIN-MEM-E080"
+    default_message = "The memory store failed; nothing was changed. Check the store and retry."

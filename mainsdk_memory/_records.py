@@ -1,0 +1,174 @@
+"""The values a memory call returns: records, their source, scope, hits and pages."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Hit", "Kind", "MemoryRecord", "Page", "Scope", "Source", "SourceKind", "Trust"]
+
+
+class Kind(StrEnum):
+    """What sort of thing a memory is."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EVENT = "event"
+    PROCEDURE = "procedure"
+    NOTE = "note"
+    INSIGHT = "insight"
+
+
+class Trust(StrEnum):
+    """How far a memory can be believed; computed from its source, never taken from input."""
+
+    CONFIRMED = "confirmed"
+    """A person said it or confirmed it."""
+    INFERRED = "inferred"
+    """An agent or a model derived it."""
+    UNTRUSTED = "untrusted"
+    """A tool, an MCP server, a web page or an import supplied it."""
+
+
+SourceKind = Literal["person", "agent", "model", "tool", "mcp", "web", "import"]
+
+_TRUST_OF: dict[str, Trust] = {
+    "person": Trust.CONFIRMED,
+    "agent": Trust.INFERRED,
+    "model": Trust.INFERRED,
+    "tool": Trust.UNTRUSTED,
+    "mcp": Trust.UNTRUSTED,
+    "web": Trust.UNTRUSTED,
+    "import": Trust.UNTRUSTED,
+}
+
+
+class Source(BaseModel):
+    """Who or what said a memory, when, and (optionally) the record it came from.
+
+    Build one with the constructors (``Source.person(...)``, ``Source.web(url)``, …); the
+    trust level follows from the kind and cannot be passed in.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: SourceKind
+    id: str | None = None
+    """Who: a person id, an agent name, a model, a tool, an MCP server, a URL, an import."""
+    ref: str | None = None
+    """A reference to the real record it came from: a message id, a tool call id, a ledger entry."""
+    at: datetime | None = None
+    """When it was said, if known (timezone-aware)."""
+
+    @property
+    def trust(self) -> Trust:
+        """The trust this source earns."""
+        return _TRUST_OF[self.kind]
+
+    @classmethod
+    def person(cls, person_id: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """A person said it (trust ``confirmed``)."""
+        return cls(kind="person", id=person_id, ref=ref, at=at)
+
+    @classmethod
+    def agent(cls, agent: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """An agent wrote it on its own account (trust ``inferred``)."""
+        return cls(kind="agent", id=agent, ref=ref, at=at)
+
+    @classmethod
+    def model(cls, model: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """A model derived it (trust ``inferred``)."""
+        return cls(kind="model", id=model, ref=ref, at=at)
+
+    @classmethod
+    def tool(cls, tool: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """A tool returned it (trust ``untrusted``)."""
+        return cls(kind="tool", id=tool, ref=ref, at=at)
+
+    @classmethod
+    def mcp(cls, server: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """An MCP server returned it (trust ``untrusted``)."""
+        return cls(kind="mcp", id=server, ref=ref, at=at)
+
+    @classmethod
+    def web(cls, url: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """A web page said it (trust ``untrusted``)."""
+        return cls(kind="web", id=url, ref=ref, at=at)
+
+    @classmethod
+    def import_(cls, origin: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+        """An import brought it in (trust ``untrusted``)."""
+        return cls(kind="import", id=origin, ref=ref, at=at)
+
+
+class Scope(BaseModel):
+    """Where a memory lives: tenant and app, who it is about, which agent and session wrote it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tenant: str
+    app: str
+    about: str
+    """A person id, or ``"tenant"`` for shared, non-personal memory."""
+    agent: str
+    session: str | None = None
+
+
+class MemoryRecord(BaseModel):
+    """One version of one memory, opened."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    id: str
+    version: int
+    kind: Kind
+    text: str
+    data: Any = None
+    """The typed fact given as ``data=`` (a pydantic model instance), or ``None``."""
+    source: Source
+    trust: Trust
+    labels: tuple[str, ...]
+    pinned: bool
+    session_only: bool
+    scope: Scope
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    created_at: datetime
+    """When the memory's first version was recorded."""
+
+    @property
+    def version_id(self) -> str:
+        """The id of this version: ``<memory id>.v<version>``."""
+        return f"{self.id}.v{self.version}"
+
+    @property
+    def is_current(self) -> bool:
+        """Whether this version is still open (not revised since)."""
+        return self.valid_to is None
+
+    def __repr_args__(self) -> Any:
+        # Keep memory text and data out of reprs, so a stray log line shows ids only.
+        for name, value in super().__repr_args__():
+            yield (name, "<hidden>" if name in {"text", "data"} else value)
+
+
+class Hit(BaseModel):
+    """A recalled memory and how well it matched, from 0 to 1."""
+
+    model_config = ConfigDict(frozen=True)
+
+    record: MemoryRecord
+    score: float = Field(ge=0.0, le=1.0)
+
+
+class Page(BaseModel):
+    """One page of ``list()``: newest first; pass ``next_cursor`` back for the next page."""
+
+    model_config = ConfigDict(frozen=True)
+
+    items: list[MemoryRecord]
+    next_cursor: str | None = None
