@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
@@ -234,6 +234,14 @@ class Driver(Protocol):
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Remove every version and index entry of the memory; return once it is durable."""
+        ...
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """Everything the driver stores, as ``(where, bytes)`` pairs: files, table rows.
+
+        The conformance suite reads it to check that an erase left no byte behind and that
+        no plaintext was stored. It must cover every place the driver writes to.
+        """
         ...
 
     def close(self) -> None:

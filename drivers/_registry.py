@@ -15,7 +15,8 @@ GROUP = "mainsdk_memory.drivers"
 
 
 def scheme_of(url: str) -> str:
-    """The driver scheme of ``url``: ``local:…`` → ``local``, ``postgresql+psycopg://`` → ``postgresql``."""
+    """The driver scheme of ``url``: ``local:…`` gives ``local``, ``postgresql+psycopg:…``
+    gives ``postgresql``."""
     scheme, sep, _ = url.partition(":")
     if not sep or not scheme:
         raise ConfigurationError(
@@ -25,7 +26,10 @@ def scheme_of(url: str) -> str:
 
 
 def open_driver(url: str) -> Driver:
-    """Create the driver registered for the URL's scheme (entry-point group ``mainsdk_memory.drivers``)."""
+    """Create the driver registered for the URL's scheme.
+
+    Drivers register in the entry-point group ``mainsdk_memory.drivers``, by scheme name.
+    """
     if not isinstance(url, str):
         raise ConfigurationError("A store URL is a string, for example 'local:./memories'.")
     scheme = scheme_of(url)

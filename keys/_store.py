@@ -114,7 +114,7 @@ class SubjectKeys(_NoCopy):
         return _ENVELOPE_VERSION + nonce + self._aead.encrypt(nonce, plaintext, associated_data)
 
     def open(self, envelope: bytes, associated_data: bytes) -> bytes:
-        """Decrypt an envelope from :meth:`seal`; raise the opaque :class:`SealError` if it fails."""
+        """Decrypt an envelope from :meth:`seal`; raise the opaque :class:`SealError` on failure."""
         if len(envelope) < 1 + _NONCE + _TAG or envelope[:1] != _ENVELOPE_VERSION:
             raise SealError
         nonce = envelope[1 : 1 + _NONCE]
@@ -342,7 +342,8 @@ class KeyStore(_NoCopy):
 
     def export_public_pem(self) -> bytes:
         """The active signing key's public key as PEM (SubjectPublicKeyInfo)."""
-        return self.signing_key.public.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+        public = self.signing_key.public
+        return public.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
 
     def export_public_jwks(self) -> dict[str, Any]:
         """Every signing public key as a JWK Set (each with its ``kid``)."""

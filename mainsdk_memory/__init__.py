@@ -15,6 +15,7 @@ of overwritten, and forgotten with a signed receipt::
 from mainsdk_memory import receipts, tenant
 from mainsdk_memory._errors import (
     ConfigurationError,
+    ErasePolicyError,
     InvalidInputError,
     KeyStoreError,
     MemoryCapabilityError,
@@ -38,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Capabilities",
     "ConfigurationError",
+    "ErasePolicyError",
     "Hit",
     "InvalidInputError",
     "KeyStoreError",

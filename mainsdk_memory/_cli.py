@@ -53,59 +53,62 @@ def _demo(_: argparse.Namespace) -> int:
         october = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
         september = datetime(2026, 9, 15, tzinfo=UTC)
 
-        with Memory.open(f"local:{root / 'store'}", keys=root / "keys", app="concierge") as memory:
-            with tenant.use("acme"):
-                ada = memory.acting_for("ada", agent="concierge-bot", session="chat-1")
+        store = f"local:{root / 'store'}"
+        with (
+            Memory.open(store, keys=root / "keys", app="concierge") as memory,
+            tenant.use("acme"),
+        ):
+            ada = memory.acting_for("ada", agent="concierge-bot", session="chat-1")
 
-                _say("2. Remember (each memory is sealed under Ada's own key)")
-                home = ada.remember(
-                    "Ada lives in Lisbon.", source=Source.person("ada"), valid_from=january
-                )
-                ada.remember("Ada prefers WhatsApp over email.", kind="preference",
-                             source=Source.person("ada"))
-                tea = ada.remember("Ada drinks green tea, no sugar.", kind="preference")
-                ada.remember("Refunds go back to the original card.", kind="procedure",
-                             about="tenant", labels=["none"])
-                ada.pin(tea.id)
-                for record in ada.list().items:
-                    print(f"  {record.id}  {record.kind:<10} {record.trust:<9} {record.text}")
+            _say("2. Remember (each memory is sealed under Ada's own key)")
+            home = ada.remember(
+                "Ada lives in Lisbon.", source=Source.person("ada"), valid_from=january
+            )
+            ada.remember("Ada prefers WhatsApp over email.", kind="preference",
+                         source=Source.person("ada"))
+            tea = ada.remember("Ada drinks green tea, no sugar.", kind="preference")
+            ada.remember("Refunds go back to the original card.", kind="procedure",
+                         about="tenant", labels=["none"])
+            ada.pin(tea.id)
+            for record in ada.list().items:
+                print(f"  {record.id}  {record.kind:<10} {record.trust:<9} {record.text}")
 
-                _say("3. Recall 'how should we contact her?'")
-                for hit in ada.recall("how should we contact her on whatsapp or email?"):
-                    print(f"  {hit.score:.2f}  {hit.record.text}")
+            _say("3. Recall 'how should we contact her?'")
+            for hit in ada.recall("how should we contact her on whatsapp or email?"):
+                print(f"  {hit.score:.2f}  {hit.record.text}")
 
-                _say("4. The context block (put it in a user message, never a system one)")
-                print(ada.context("contact whatsapp email", top_k=2))
+            _say("4. The context block (put it in a user message, never a system one)")
+            print(ada.context("contact whatsapp email", top_k=2))
 
-                _say("5. Revise: Ada moved to Porto in October")
-                ada.revise(home.id, "Ada lives in Porto.", valid_from=october,
-                           source=Source.person("ada"))
-                for version in ada.history(home.id):
-                    until = version.valid_to.date() if version.valid_to else "now"
-                    print(f"  v{version.version}: {version.text:<22} "
-                          f"valid {version.valid_from.date()} .. {until}")
-                past = ada.recall("where does Ada live?", as_of=september)
-                print(f"  Where did she live in September? {past[0].record.text}")
-                now = ada.recall("where does Ada live?")
-                print(f"  Where does she live now?         {now[0].record.text}")
+            _say("5. Revise: Ada moved to Porto in October")
+            ada.revise(home.id, "Ada lives in Porto.", valid_from=october,
+                       source=Source.person("ada"))
+            for version in ada.history(home.id):
+                until = version.valid_to.date() if version.valid_to else "now"
+                print(f"  v{version.version}: {version.text:<22} "
+                      f"valid {version.valid_from.date()} .. {until}")
+            past = ada.recall("where does Ada live?", as_of=september)
+            print(f"  Where did she live in September? {past[0].record.text}")
+            now = ada.recall("where does Ada live?")
+            print(f"  Where does she live now?         {now[0].record.text}")
 
-                _say("6. Forget, with a signed receipt that lists ids only")
-                receipt = ada.forget(home.id)
-                print(f"  receipt: {receipt.token[:60]}…")
-                print(f"  claims:  {json.dumps(dict(receipt.claims), indent=None)}")
+            _say("6. Forget, with a signed receipt that lists ids only")
+            receipt = ada.forget(home.id)
+            print(f"  receipt: {receipt.token[:60]}…")
+            print(f"  claims:  {json.dumps(dict(receipt.claims), indent=None)}")
 
-                _say("7. Anyone can verify it with the public key")
-                public_pem = KeyStore.open(root / "keys").export_public_pem()
-                checked = receipts.verify(receipt.token, public_pem)
-                print(f"  verified: memory {checked.memory_id}, erase={checked.erase}, "
-                      f"versions {', '.join(checked.version_ids)}")
-                tampered = receipt.token[:-4] + ("AAAA" if receipt.token[-4:] != "AAAA" else "BBBB")
-                try:
-                    receipts.verify(tampered, public_pem)
-                except ReceiptError:
-                    print("  a tampered receipt is refused")
-                left = ada.recall("Lisbon Porto", top_k=5)
-                print(f"  recall after forget: {len(left)} match(es)")
+            _say("7. Anyone can verify it with the public key")
+            public_pem = KeyStore.open(root / "keys").export_public_pem()
+            checked = receipts.verify(receipt.token, public_pem)
+            print(f"  verified: memory {checked.memory_id}, erase={checked.erase}, "
+                  f"versions {', '.join(checked.version_ids)}")
+            tampered = receipt.token[:-4] + ("AAAA" if receipt.token[-4:] != "AAAA" else "BBBB")
+            try:
+                receipts.verify(tampered, public_pem)
+            except ReceiptError:
+                print("  a tampered receipt is refused")
+            left = ada.recall("Lisbon Porto", top_k=5)
+            print(f"  recall after forget: {len(left)} match(es)")
     print("\nDone: the temporary store and keys were deleted.")
     return 0
 

@@ -150,9 +150,7 @@ _ENTITY_VALUES: Final[dict[str, str]] = {"amp": "&", "lt": "<", "gt": ">", "quot
 
 def _char_class(ranges: Sequence[tuple[int, int]]) -> str:
     # \U escapes keep surrogates and invisible characters out of the pattern source.
-    return "".join(
-        f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}" for lo, hi in ranges
-    )
+    return "".join(f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}" for lo, hi in ranges)
 
 
 _TEXT_ESCAPE_RE: Final = re.compile(f"[&<>{_char_class(_ESCAPED_RANGES)}]")

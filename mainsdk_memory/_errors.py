@@ -18,6 +18,7 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── KeyStoreError                 the key store is missing, damaged or unusable
     ├── ReceiptError                  a receipt did not verify
     ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
+    │   └── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
     └── StoreError                    the storage failed underneath (I/O, database)
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "ErasePolicyError",
     "InvalidInputError",
     "KeyStoreError",
     "MemoryCapabilityError",
@@ -165,6 +167,17 @@ class ConfigurationError(MemorySDKError):
 
     code = "MAIN-MEM-E070"
     default_message = "The configuration is not usable."
+
+
+class ErasePolicyError(ConfigurationError):
+    """Rule MAIN-MEM-0020: a driver that can only soft-delete may not hold personal data."""
+
+    code = "MAIN-MEM-0020"
+    default_message = (
+        "MAIN-MEM-0020: this driver can only soft-delete, so it may not hold personal data. "
+        "Use a hard-erase driver, or open the store with labels=['none'] so it only holds "
+        "non-personal memory."
+    )
 
 
 class StoreError(MemorySDKError):

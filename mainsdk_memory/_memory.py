@@ -24,6 +24,7 @@ from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._context import ContextEntry, render_context
 from mainsdk_memory._errors import (
     ConfigurationError,
+    ErasePolicyError,
     InvalidInputError,
     MemoryCapabilityError,
     MemoryNotFound,
@@ -163,11 +164,15 @@ class Memory:
         app: str,
         schemas: Iterable[type[BaseModel]] = (),
         clock: Callable[[], datetime] | None = None,
+        labels: Iterable[str] | None = None,
         max_text_chars: int = MAX_TEXT_CHARS,
     ) -> None:
         self._driver = driver
         self._keys = keystore
         self.app = _name(app, "app")
+        self.labels: frozenset[str] | None = None if labels is None else frozenset(_labels(labels))
+        if driver.capabilities.erase != "hard" and self.labels != frozenset({"none"}):
+            raise ErasePolicyError
         self._clock = clock or (lambda: datetime.now(UTC))
         self._max_text = max_text_chars
         self._schemas: dict[str, type[BaseModel]] = {}
@@ -183,12 +188,15 @@ class Memory:
         app: str,
         schemas: Iterable[type[BaseModel]] = (),
         clock: Callable[[], datetime] | None = None,
+        labels: Iterable[str] | None = None,
     ) -> Memory:
         """Open the store at ``url`` (``local:PATH``, …) sealed with the key store at ``keys``.
 
         The key store is opened first, so a missing one fails before anything is created.
         ``schemas`` lists the pydantic models used as ``data=``, so typed facts come back as
         those models. ``clock`` (returning aware datetimes) replaces the system time.
+        ``labels`` declares the only labels this store may hold (default: any); a driver that
+        can only soft-delete is refused (MAIN-MEM-0020) unless that is exactly ``["none"]``.
         """
         app = _name(app, "app")
         keystore = KeyStore.open(keys)
@@ -203,7 +211,11 @@ class Memory:
                     "The key store must live outside the memory store (and the store outside "
                     "the key store), so a copy or backup of the store never carries its keys."
                 )
-        return cls(driver, keystore, app=app, schemas=schemas, clock=clock)
+        try:
+            return cls(driver, keystore, app=app, schemas=schemas, clock=clock, labels=labels)
+        except BaseException:
+            driver.close()
+            raise
 
     def __repr__(self) -> str:
         return f"<Memory app={self.app!r} driver={self._driver.name!r}>"
@@ -227,6 +239,13 @@ class Memory:
     def driver(self) -> Driver:
         """The storage driver (it holds only sealed, blinded rows)."""
         return self._driver
+
+    def _check_labels(self, labels: tuple[str, ...]) -> tuple[str, ...]:
+        if self.labels is not None and not set(labels) <= self.labels:
+            raise InvalidInputError(
+                f"This store holds only the labels {sorted(self.labels)}; nothing was stored."
+            )
+        return labels
 
     def register_schema(self, model: type[BaseModel]) -> None:
         """Let typed facts of ``model`` come back as instances of it."""
@@ -501,7 +520,7 @@ class ScopedMemory:
             source = Source.agent(self.agent)
         elif not isinstance(source, Source):
             raise InvalidInputError("source must be a Source, for example Source.person(id).")
-        checked_labels = _labels(labels)
+        checked_labels = self._memory._check_labels(_labels(labels))
         if not isinstance(pinned, bool) or not isinstance(session_only, bool):
             raise InvalidInputError("pinned and session_only are True or False.")
         if session_only and self.session is None:
@@ -557,7 +576,9 @@ class ScopedMemory:
         text = _text(text, self._memory._max_text)
         rows, current = self._current_row(tenant_id, memory_id)
         checked_kind = Kind(current.kind) if kind is None else _kind(kind)
-        checked_labels = current.labels if labels is None else _labels(labels)
+        checked_labels = self._memory._check_labels(
+            current.labels if labels is None else _labels(labels)
+        )
         if source is None:
             source = Source.agent(self.agent)
         elif not isinstance(source, Source):

@@ -59,7 +59,7 @@ class Source(BaseModel):
     id: str | None = None
     """Who: a person id, an agent name, a model, a tool, an MCP server, a URL, an import."""
     ref: str | None = None
-    """A reference to the real record it came from: a message id, a tool call id, a ledger entry."""
+    """The real record it came from: a message id, a tool call id, a ledger entry."""
     at: datetime | None = None
     """When it was said, if known (timezone-aware)."""
 
@@ -69,7 +69,9 @@ class Source(BaseModel):
         return _TRUST_OF[self.kind]
 
     @classmethod
-    def person(cls, person_id: str, *, ref: str | None = None, at: datetime | None = None) -> Source:
+    def person(
+        cls, person_id: str, *, ref: str | None = None, at: datetime | None = None
+    ) -> Source:
         """A person said it (trust ``confirmed``)."""
         return cls(kind="person", id=person_id, ref=ref, at=at)
 

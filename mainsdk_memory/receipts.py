@@ -36,7 +36,7 @@ from mainsdk_memory.keys import SigningKey
 __all__ = ["ISSUER", "TOKEN_TYPE", "Receipt", "verify"]
 
 ISSUER = "mainsdk-memory"
-TOKEN_TYPE = "memory-receipt+jwt"
+TOKEN_TYPE = "memory-receipt+jwt"  # noqa: S105 - a JWS "typ", not a secret
 _REQUIRED = ("iss", "jti", "iat", "op", "tenant", "app", "about", "memory_id", "version_ids",
              "driver", "erase")
 

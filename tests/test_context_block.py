@@ -1,7 +1,7 @@
 """Tests for the untrusted-data context block: rendering, escaping, max_chars and strict parsing."""
 
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -86,13 +86,13 @@ attr_texts = st.one_of(st.text(max_size=12), any_text, biased_text)
 # Fixed offsets only: datetime equality across zone-aware folds is not what is being tested.
 # Whole-second offsets, as in real zones (historic local mean times have seconds).
 offsets = st.one_of(
-    st.just(timezone.utc),
+    st.just(UTC),
     st.integers(-86399, 86399).map(lambda s: timezone(timedelta(seconds=s))),
 )
 aware_datetimes = st.datetimes(timezones=offsets)
 entries_strategy = st.builds(
     ContextEntry,
-    id=st.one_of(st.from_regex(r"mem_[0-9a-f]{8}", fullmatch=True), attr_texts),
+    id=st.one_of(st.integers(0, 2**32 - 1).map(lambda n: f"mem_{n:08x}"), attr_texts),
     kind=st.one_of(
         st.sampled_from(["fact", "preference", "event", "procedure", "note", "insight"]),
         attr_texts,
@@ -107,7 +107,7 @@ entries_strategy = st.builds(
 )
 entry_lists = st.lists(entries_strategy, max_size=6)
 
-T0 = datetime(2026, 11, 30, 6, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
 EMPTY_BLOCK = f"{BLOCK_START}\n{PREAMBLE}\n{BLOCK_END}"
 
 
@@ -141,7 +141,7 @@ def entry(text: str = "Prefers tea.", **overrides: object) -> ContextEntry:
 # --- properties ---------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(entry_lists)
 def test_round_trip_keeps_every_entry_inside_the_block(entries: list[ContextEntry]) -> None:
     block = render_context(entries)
@@ -162,7 +162,7 @@ def test_round_trip_keeps_every_entry_inside_the_block(entries: list[ContextEntr
     block.encode("utf-8")  # lone surrogates were escaped too; raises if any slipped through
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(entries=entry_lists, data=st.data())
 def test_max_chars_keeps_the_longest_fitting_prefix(
     entries: list[ContextEntry], data: st.DataObject
@@ -184,7 +184,7 @@ def test_max_chars_keeps_the_longest_fitting_prefix(
         assert block == full
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(), any_text, biased_text))
 def test_escape_then_unescape_is_identity(text: str) -> None:
     escaped = escape_text(text)
@@ -276,7 +276,7 @@ def test_rendering_matches_the_documented_format() -> None:
             id="mem_2",
             kind="event",
             recorded_at=datetime(2026, 11, 29, 20, 15, tzinfo=timezone(timedelta(hours=1))),
-            valid_to=datetime(2026, 12, 3, tzinfo=timezone.utc),
+            valid_to=datetime(2026, 12, 3, tzinfo=UTC),
         ),
     ]
 
@@ -363,9 +363,7 @@ BASE_BLOCK = render_context(BASE_ENTRIES)
 STAMP = 'recorded="2026-11-30T06:00:00+00:00"'
 
 TAMPERS: dict[str, Callable[[str], str]] = {
-    "extra raw </memory> line in text": lambda b: b.replace(
-        "line one\n", "line one\n</memory>\n"
-    ),
+    "extra raw </memory> line in text": lambda b: b.replace("line one\n", "line one\n</memory>\n"),
     "raw </memory-data> line in text": lambda b: b.replace(
         "line one\n", "line one\n</memory-data>\n"
     ),

@@ -145,7 +145,9 @@ class LocalDriver:
                 make_private_dir(self.root)
                 write_private(marker, json.dumps({"format": FORMAT}).encode())
         except OSError as exc:
-            raise StoreError(f"The local store at {self.root} cannot be opened: {exc.strerror}.")
+            raise StoreError(
+                f"The local store at {self.root} cannot be opened: {exc.strerror}."
+            ) from exc
 
     @classmethod
     def from_url(cls, url: str) -> LocalDriver:
@@ -362,6 +364,16 @@ class LocalDriver:
     ) -> list[tuple[StoredRow, float]]:
         """BM25 over the blind terms of the matching rows (:func:`bm25_rank`)."""
         return bm25_rank(self._candidates(where), query, top_k)
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """Every file under the store folder, with its bytes."""
+        for folder, _dirs, files in os.walk(self.root):
+            for name in sorted(files):
+                path = Path(folder) / name
+                try:
+                    yield str(path.relative_to(self.root)), path.read_bytes()
+                except FileNotFoundError:
+                    continue  # removed meanwhile
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Delete the memory's file (every version and its terms) and record the change."""
