@@ -127,10 +127,10 @@ class LocalDriver:
         self.root = Path(root).absolute()
         self._lock = threading.Lock()
         self._caches: dict[Path, _SubjectCache] = {}
-        marker = self.root / STORE_MARKER
+        self._marker = self.root / STORE_MARKER
         try:
-            if marker.exists():
-                document = json.loads(marker.read_bytes())
+            if self._marker.exists():
+                document = json.loads(self._marker.read_bytes())
                 if not isinstance(document, dict) or document.get("format") != FORMAT:
                     raise ConfigurationError(
                         f"{self.root} holds a memory store of a format this version does not "
@@ -141,13 +141,14 @@ class LocalDriver:
                     f"{self.root} is not empty and is not a memory store. Give the local driver "
                     "an empty or new folder."
                 )
-            else:
-                make_private_dir(self.root)
-                write_private(marker, json.dumps({"format": FORMAT}).encode())
-        except OSError as exc:
-            raise StoreError(
-                f"The local store at {self.root} cannot be opened: {exc.strerror}."
-            ) from exc
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"The local store at {self.root} cannot be opened.") from exc
+
+    def _ensure_store(self) -> None:
+        # Opening creates nothing; the first write makes the folder and its marker.
+        if not self._marker.exists():
+            make_private_dir(self.root)
+            write_private(self._marker, json.dumps({"format": FORMAT}).encode())
 
     @classmethod
     def from_url(cls, url: str) -> LocalDriver:
@@ -182,6 +183,7 @@ class LocalDriver:
     @contextmanager
     def _writing(self, folder: Path) -> Iterator[None]:
         try:
+            self._ensure_store()
             make_private_dir(folder)
             fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
