@@ -7,6 +7,8 @@ factory that takes the URL.
 """
 
 from mainsdk_memory.drivers._protocol import (
+    BM25_B,
+    BM25_K1,
     TENANT_SUBJECT,
     Capabilities,
     Driver,
@@ -18,6 +20,8 @@ from mainsdk_memory.drivers._protocol import (
 from mainsdk_memory.drivers._registry import open_driver
 
 __all__ = [
+    "BM25_B",
+    "BM25_K1",
     "TENANT_SUBJECT",
     "Capabilities",
     "Driver",

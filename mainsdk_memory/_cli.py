@@ -138,6 +138,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _read_token(argument: str) -> str:
+    """The receipt given on the command line: ``-`` (stdin), a token, or a file holding one."""
+    if argument == "-":
+        return sys.stdin.read().strip()
+    path = Path(argument)
+    try:
+        is_file = path.is_file()
+    except OSError:  # a token is longer than a file name may be
+        is_file = False
+    if not is_file:
+        return argument.strip()
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        raise ReceiptError(f"Cannot read the receipt file {argument}: {exc.strerror}.") from exc
+
+
 def receipt_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``memory-receipt``."""
     parser = argparse.ArgumentParser(
@@ -150,12 +167,7 @@ def receipt_main(argv: Sequence[str] | None = None) -> int:
                         help="the issuer's public key (PEM or JWK Set file)")
     args = parser.parse_args(argv)
     try:
-        if args.receipt == "-":
-            token = sys.stdin.read().strip()
-        elif Path(args.receipt).is_file():
-            token = Path(args.receipt).read_text().strip()
-        else:
-            token = args.receipt.strip()
+        token = _read_token(args.receipt)
         try:
             key = args.key.read_bytes()
         except OSError as exc:

@@ -110,23 +110,23 @@ def test_recall_matches_stems_and_case(memory: Memory) -> None:
 
 def test_list_is_newest_first_and_paginates_without_gaps(store_url: str, keys_path: Path) -> None:
     times = iter(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=i) for i in range(100))
-    memory = Memory.open(store_url, keys=keys_path, app="app", clock=lambda: next(times))
-    ada = memory.acting_for("ada", agent="bot")
-    made = [ada.remember(f"Ada note number {i}") for i in range(7)]
-    first = ada.list(limit=3)
-    assert [r.id for r in first.items] == [m.id for m in made[::-1][:3]]
-    assert first.next_cursor is not None
-    second = ada.list(limit=3, cursor=first.next_cursor)
-    assert second.next_cursor is not None
-    third = ada.list(limit=3, cursor=second.next_cursor)
-    assert third.next_cursor is None
-    got = [r.id for page in (first, second, third) for r in page.items]
-    assert got == [m.id for m in reversed(made)]
-    # A revision keeps the memory's place: list order is by when it first formed.
-    ada.revise(made[0].id, "Ada note number zero, revised")
-    assert [r.id for r in ada.list(limit=10).items][-1] == made[0].id
-    with pytest.raises(InvalidInputError, match="cursor"):
-        ada.list(cursor="not-a-cursor")
+    with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: next(times)) as memory:
+        ada = memory.acting_for("ada", agent="bot")
+        made = [ada.remember(f"Ada note number {i}") for i in range(7)]
+        first = ada.list(limit=3)
+        assert [r.id for r in first.items] == [m.id for m in made[::-1][:3]]
+        assert first.next_cursor is not None
+        second = ada.list(limit=3, cursor=first.next_cursor)
+        assert second.next_cursor is not None
+        third = ada.list(limit=3, cursor=second.next_cursor)
+        assert third.next_cursor is None
+        got = [r.id for page in (first, second, third) for r in page.items]
+        assert got == [m.id for m in reversed(made)]
+        # A revision keeps the memory's place: list order is by when it first formed.
+        ada.revise(made[0].id, "Ada note number zero, revised")
+        assert [r.id for r in ada.list(limit=10).items][-1] == made[0].id
+        with pytest.raises(InvalidInputError, match="cursor"):
+            ada.list(cursor="not-a-cursor")
 
 
 def test_revise_writes_a_new_version_and_closes_the_old(memory: Memory) -> None:
