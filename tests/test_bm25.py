@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Callable
@@ -72,7 +73,7 @@ def test_blind_ranking_equals_plaintext_bm25(docs: list[list[str]], query: list[
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 < score <= 1.0 for score in scores)
     # Ties go to the newer memory first.
-    for (a, sa), (b, sb) in zip(ranked, ranked[1:], strict=False):
+    for (a, sa), (b, sb) in itertools.pairwise(ranked):
         if sa == sb:
             assert a.recorded_at >= b.recorded_at
 

@@ -12,7 +12,7 @@ BIN = Path(sys.executable).parent
 
 
 def _memory(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own console script
+    return subprocess.run(
         [str(BIN / "memory"), *args], capture_output=True, text=True, timeout=120, check=False
     )
 

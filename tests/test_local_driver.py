@@ -32,7 +32,7 @@ WRITER = textwrap.dedent(
 
 
 def _writer(store: Path, keys: Path, name: str, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - this interpreter running our own snippet
+    return subprocess.Popen(
         [sys.executable, "-c", WRITER, str(store), str(keys), name, str(count)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

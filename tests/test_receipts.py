@@ -72,7 +72,7 @@ def test_a_foreign_key_does_not_verify(receipt: Receipt, tmp_path: Path) -> None
 
 
 def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own console scripts
+    return subprocess.run(
         [str(BIN / args[0]), *args[1:]], input=stdin, capture_output=True, text=True,
         timeout=60, check=False,
     )

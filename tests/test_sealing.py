@@ -1,4 +1,4 @@
-"""Sealing: the store holds no readable content, and a sealed row opens only where it was written."""
+"""Sealing: the store holds no readable content; a sealed row opens only where it was written."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_no_word_of_a_stored_sentence_is_readable_anywhere_in_the_store(
     words |= {term for text in SENTENCES for term in index_terms(text) if len(term) >= 4}
     needles = {form for word in words for form in _forms(word.strip(".;,"))}
     needles |= {base64.b64encode(text.encode()) for text in SENTENCES}
-    needles |= {"priya".encode()}  # the person id is pseudonymous in the store too
+    needles |= {b"priya"}  # the person id is pseudonymous in the store too
     leaks = sorted(
         (where, needle) for where, blob in dump for needle in needles if needle in blob
     )

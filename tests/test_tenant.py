@@ -18,7 +18,7 @@ from mainsdk_memory import (
 
 
 def test_current_outside_use_raises_no_tenant() -> None:
-    with pytest.raises(NoTenantError, match="tenant.use"):
+    with pytest.raises(NoTenantError, match=r"tenant\.use"):
         tenant.current()
 
 
