@@ -9,7 +9,9 @@ factory that takes the URL.
 from mainsdk_memory.drivers._protocol import (
     BM25_B,
     BM25_K1,
+    QUARANTINED_TRUST,
     TENANT_SUBJECT,
+    TRUST_RANK,
     Capabilities,
     Driver,
     EraseResult,
@@ -22,7 +24,9 @@ from mainsdk_memory.drivers._registry import open_driver
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "QUARANTINED_TRUST",
     "TENANT_SUBJECT",
+    "TRUST_RANK",
     "Capabilities",
     "Driver",
     "EraseResult",

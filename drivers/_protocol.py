@@ -17,7 +17,9 @@ from typing import Literal, Protocol, runtime_checkable
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "QUARANTINED_TRUST",
     "TENANT_SUBJECT",
+    "TRUST_RANK",
     "Capabilities",
     "Driver",
     "EraseResult",
@@ -28,6 +30,11 @@ __all__ = [
 
 #: The subject of shared, tenant-level memory (``about="tenant"``).
 TENANT_SUBJECT = "tenant"
+
+#: Rows of this trust are quarantined: only the session that wrote them sees them.
+QUARANTINED_TRUST = "untrusted"
+#: Tie order of equal scores: a more trusted row never ranks below a less trusted one.
+TRUST_RANK = {"confirmed": 2, "inferred": 1, "untrusted": 0}
 
 BM25_K1 = 1.5
 BM25_B = 0.75
@@ -98,14 +105,24 @@ class Filter:
     """``None``: current versions (``valid_to`` unset); else the version valid at that time."""
     pinned: bool | None = None
     """``True``: pinned rows only; ``False``: unpinned only; ``None``: both."""
+    written_by: str | None = None
+    """Only rows whose ``agent`` is this one (an agent with ``read: "own"``)."""
 
     def visible(self, row: StoredRow) -> bool:
-        """Whether ``row`` is in scope, ignoring time (tenant, app, subject, session, kind, pin)."""
+        """Whether ``row`` is in scope, ignoring time.
+
+        Scope is tenant, app and subject; then session: a ``session_only`` row, and a
+        quarantined row (trust ``untrusted``), are visible only to the session that wrote it;
+        then kind, pin and writing agent when the filter names them.
+        """
+        same_session = row.session is not None and row.session == self.session
         return (
             row.tenant == self.tenant
             and row.app == self.app
             and row.subject in self.subjects
-            and (not row.session_only or (row.session is not None and row.session == self.session))
+            and (not row.session_only or same_session)
+            and (row.trust != QUARANTINED_TRUST or same_session)
+            and (self.written_by is None or row.agent == self.written_by)
             and (self.kinds is None or row.kind in self.kinds)
             and (self.pinned is None or row.pinned == self.pinned)
         )
@@ -130,8 +147,8 @@ class EraseResult:
     mode: Literal["hard", "soft"]
 
 
-def _order_key(row: StoredRow) -> tuple[float, str]:
-    return (row.recorded_at.timestamp(), row.memory_id)
+def _order_key(row: StoredRow) -> tuple[int, float, str]:
+    return (TRUST_RANK.get(row.trust, 0), row.recorded_at.timestamp(), row.memory_id)
 
 
 def bm25_rank(
@@ -146,8 +163,9 @@ def bm25_rank(
     term counts again), over the filtered rows as the corpus. The score returned is the raw
     score divided by the query's ceiling ``sum(idf * (k1 + 1))``, so it lies in [0, 1] and the
     order equals plaintext BM25 on the same normalized terms.
-    Rows with no query term are left out. Ties: newer ``recorded_at`` first, then the
-    greater memory id. Every driver must return exactly this order and these scores.
+    Rows with no query term are left out. Ties: the more trusted row first (confirmed,
+    inferred, untrusted: :data:`TRUST_RANK`), then newer ``recorded_at``, then the greater
+    memory id. Every driver must return exactly this order and these scores.
     """
     corpus = list(rows)
     if not corpus or not query or top_k <= 0:
@@ -167,7 +185,7 @@ def bm25_rank(
     ceiling = sum(idf) * (BM25_K1 + 1.0)
     if ceiling <= 0.0:
         return []
-    scored: list[tuple[float, tuple[float, str], int]] = []
+    scored: list[tuple[float, tuple[int, float, str], int]] = []
     for index, (row, counts) in enumerate(zip(corpus, tfs, strict=True)):
         if not any(counts):
             continue
