@@ -168,7 +168,15 @@ def test_max_chars_keeps_the_longest_fitting_prefix(
     entries: list[ContextEntry], data: st.DataObject
 ) -> None:
     full = render_context(entries)
-    max_chars = data.draw(st.integers(len(EMPTY_BLOCK), len(full) + 10), label="max_chars")
+    # Exact prefix sizes and their neighbours are where an off-by-one would show.
+    boundaries = sorted(
+        {len(render_context(entries[:k])) + d for k in range(len(entries) + 1) for d in (-1, 0, 1)}
+        - {len(EMPTY_BLOCK) - 1}
+    )
+    max_chars = data.draw(
+        st.integers(len(EMPTY_BLOCK), len(full) + 10) | st.sampled_from(boundaries),
+        label="max_chars",
+    )
 
     block = render_context(entries, max_chars=max_chars)
     parsed = parse_context(block)
@@ -319,6 +327,14 @@ def test_empty_and_newline_only_texts_stay_distinct() -> None:
 def test_max_chars_below_the_empty_block_is_rejected(max_chars: int) -> None:
     with pytest.raises(ValueError, match=rf"max_chars={max_chars}.*{len(EMPTY_BLOCK)} characters"):
         render_context([entry()], max_chars=max_chars)
+
+
+def test_max_chars_is_an_inclusive_limit() -> None:
+    entries = [entry("a", id="m1"), entry("b", id="m2")]
+    exact = len(render_context(entries))
+
+    assert render_context(entries, max_chars=exact) == render_context(entries)
+    assert render_context(entries, max_chars=exact - 1) == render_context(entries[:1])
 
 
 def test_max_chars_stops_at_the_first_entry_that_does_not_fit() -> None:
