@@ -6,7 +6,8 @@ Layout under the store folder::
     <tenant>/<app>/<subject>/            one folder per tenant, app and subject; a person's
                                          subject is a keyed pseudonym, never the person id
         .lock                            flock(2) taken by every writer of this subject
-        .changes                         append-only log of changed memory ids (no content)
+        .changes                         append-only log of changed memory ids (no content);
+                                         an erase starts a fresh one, so no erased id stays
         <memory id>.json                 every version of one memory: sealed blob, blind terms
 
 Every write replaces one small memory file atomically (temp file, fsync, rename, fsync of the
@@ -367,6 +368,51 @@ class LocalDriver:
         """BM25 over the blind terms of the matching rows (:func:`bm25_rank`)."""
         return bm25_rank(self._candidates(where), query, top_k)
 
+    def _control_dir(self, tenant: str, app: str) -> Path:
+        return self.root / tenant / app / "_control"
+
+    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
+        """Replace (or delete) one control record file, atomically."""
+        folder = self._control_dir(tenant, app)
+        path = folder / f"{key.encode('utf-8').hex()}.bin"
+        try:
+            if value is None:
+                remove_durably(path)
+                return
+            self._ensure_store()
+            make_private_dir(folder)
+            write_private(path, value)
+        except OSError as exc:
+            raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
+
+    def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
+        """Read one control record."""
+        path = self._control_dir(tenant, app) / f"{key.encode('utf-8').hex()}.bin"
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
+
+    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+        """Every control record under ``prefix``, sorted by key."""
+        folder = self._control_dir(tenant, app)
+        found: list[tuple[str, bytes]] = []
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return []
+        for name in names:
+            if not name.endswith(".bin") or name.startswith("."):
+                continue
+            key = bytes.fromhex(name[: -len(".bin")]).decode("utf-8")
+            if key.startswith(prefix):
+                value = self.control_get(tenant, app, key)
+                if value is not None:
+                    found.append((key, value))
+        return sorted(found)
+
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         """Every file under the store folder, with its bytes."""
         for folder, _dirs, files in os.walk(self.root):
@@ -384,9 +430,11 @@ class LocalDriver:
             rows = self._read_file(folder, memory_id)
             try:
                 remove_durably(folder / f"{memory_id}.json")
+                # A hard erase leaves no trace, so the id is not logged: a fresh, empty change
+                # log (a new inode) makes every reader rescan the folder instead.
+                write_private(folder / ".changes", b"")
             except OSError as exc:
                 raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
-            self._log_change(folder, memory_id)
         return EraseResult(
             memory_id=memory_id, versions=tuple(r.version for r in rows), mode="hard"
         )
