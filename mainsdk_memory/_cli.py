@@ -14,6 +14,7 @@ from mainsdk_memory import receipts, tenant
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
+from mainsdk_memory.drivers.db import upgrade_command
 from mainsdk_memory.keys import KeyStore
 
 __all__ = ["main", "receipt_main"]
@@ -130,6 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--keys", required=True, type=Path, help="the key store folder")
     export.add_argument("--jwks", action="store_true", help="print every key as a JWK Set")
     export.set_defaults(run=_keys_export_public)
+    db = commands.add_parser("db", help="manage a SQLite or PostgreSQL memory store")
+    db_commands = db.add_subparsers(dest="db_command", required=True)
+    db_upgrade = db_commands.add_parser("upgrade", help="create or upgrade the store's schema")
+    db_upgrade.add_argument("url", help="the store URL, e.g. postgresql+psycopg://user@host/db")
+    db_upgrade.set_defaults(run=lambda args: upgrade_command(args.url))
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))

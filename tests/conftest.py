@@ -10,6 +10,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _postgres import (
+    TestPostgres,
+    postgres_store,
+    release_store,
+    session_postgres,
+    stop_session_postgres,
+)
 
 from mainsdk_memory import Memory, tenant
 from mainsdk_memory.keys import KeyStore
@@ -19,9 +26,19 @@ def _local_store(tmp_path: Path) -> str:
     return f"local:{tmp_path / 'store'}"
 
 
+def _sqlite_store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'memory.db'}"
+
+
+def _postgresql_store(tmp_path: Path) -> str:
+    return postgres_store()  # a new database on the session's PostgreSQL
+
+
 #: Store factories by driver name: each takes a fresh temporary folder and returns a URL.
 STORES: dict[str, Callable[[Path], str]] = {
     "local": _local_store,
+    "sqlite": _sqlite_store,
+    "postgresql": _postgresql_store,
 }
 
 
@@ -34,9 +51,23 @@ def keys_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(params=sorted(STORES))
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh, empty store URL on each driver under test."""
-    return STORES[request.param](tmp_path)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty store URL on each driver under test (dropped afterwards if a database)."""
+    url = STORES[request.param](tmp_path)
+    yield url
+    release_store(url)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> TestPostgres:
+    """The session's real PostgreSQL (started once, on first use)."""
+    return session_postgres()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_postgres_after_the_session() -> Iterator[None]:
+    yield
+    stop_session_postgres()
 
 
 @pytest.fixture

@@ -1,0 +1,630 @@
+"""The ``db`` driver: memory versions as rows in SQLite or PostgreSQL, BM25 over postings in SQL.
+
+Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
+Search asks the database for the corpus statistics (N and the total document length of the
+rows the filter selects) and for the postings of the query's blind terms among those rows,
+then finishes the BM25 arithmetic in Python exactly as :func:`bm25_rank` does, and loads
+whole rows only for the top ``k``. Nothing ranks by loading every row of a person.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Row,
+    and_,
+    delete,
+    false,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
+
+from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
+from mainsdk_memory.drivers._protocol import (
+    BM25_B,
+    BM25_K1,
+    QUARANTINED_TRUST,
+    TRUST_RANK,
+    Capabilities,
+    EraseResult,
+    Filter,
+    StoredRow,
+)
+from mainsdk_memory.drivers.db._engine import (
+    APP_ROLE,
+    Target,
+    make_engine,
+    parse_url,
+    transaction,
+    translated,
+)
+from mainsdk_memory.drivers.db._schema import (
+    CONTROL,
+    POSTINGS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    VERSIONS,
+    apply_migrations,
+    check_version,
+    stored_version,
+)
+
+__all__ = ["DbDriver", "upgrade"]
+
+_UNIQUE_VIOLATIONS = {"23505", "SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"}
+_UPGRADE_LOCK = 0x6D61696E  # pg_advisory_xact_lock key serialising upgrades ("main")
+
+
+def _is_unique_violation(exc: IntegrityError) -> bool:
+    orig = exc.orig
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "sqlite_errorname", None)
+    return code in _UNIQUE_VIOLATIONS
+
+
+def _row_values(row: StoredRow) -> dict[str, Any]:
+    return {
+        "tenant": row.tenant,
+        "app": row.app,
+        "memory_id": row.memory_id,
+        "version": row.version,
+        "subject": row.subject,
+        "kind": row.kind,
+        "labels": json.dumps(list(row.labels)),
+        "trust": row.trust,
+        "agent": row.agent,
+        "session": row.session,
+        "session_only": row.session_only,
+        "pinned": row.pinned,
+        "created_at": row.created_at,
+        "recorded_at": row.recorded_at,
+        "valid_from": row.valid_from,
+        "valid_to": row.valid_to,
+        "sealed": row.sealed,
+        "length": row.length,
+    }
+
+
+def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
+    return StoredRow(
+        tenant=found.tenant,
+        app=found.app,
+        subject=found.subject,
+        memory_id=found.memory_id,
+        version=found.version,
+        kind=found.kind,
+        labels=tuple(json.loads(found.labels)),
+        trust=found.trust,
+        agent=found.agent,
+        session=found.session,
+        session_only=bool(found.session_only),
+        pinned=bool(found.pinned),
+        created_at=found.created_at,
+        recorded_at=found.recorded_at,
+        valid_from=found.valid_from,
+        valid_to=found.valid_to,
+        sealed=bytes(found.sealed),
+        terms=dict(terms),
+        length=found.length,
+    )
+
+
+def _scope(where: Filter) -> list[ColumnElement[bool]]:
+    """``where`` as SQL over :data:`VERSIONS`; the same rows :meth:`Filter.matches` accepts."""
+    v = VERSIONS.c
+    clauses: list[ColumnElement[bool]] = [
+        v.tenant == where.tenant,
+        v.app == where.app,
+        v.subject.in_(where.subjects),
+    ]
+    # A session_only row, and a quarantined (untrusted) row, show only in its own session.
+    if where.session is None:
+        clauses.append(v.session_only.is_(False))
+        clauses.append(v.trust != QUARANTINED_TRUST)
+    else:
+        same_session = v.session == where.session
+        clauses.append(or_(v.session_only.is_(False), same_session))
+        clauses.append(or_(v.trust != QUARANTINED_TRUST, same_session))
+    if where.written_by is not None:
+        clauses.append(v.agent == where.written_by)
+    if where.kinds is not None:
+        clauses.append(v.kind.in_(sorted(where.kinds)) if where.kinds else false())
+    if where.pinned is not None:
+        clauses.append(v.pinned.is_(where.pinned))
+    if where.as_of is None:
+        clauses.append(v.valid_to.is_(None))
+    else:
+        clauses.append(v.valid_from <= where.as_of)
+        clauses.append(or_(v.valid_to.is_(None), v.valid_to > where.as_of))
+    return clauses
+
+
+class DbDriver:
+    """Stores memories in a SQLite file or a PostgreSQL database (module docstring)."""
+
+    name = "db"
+    capabilities = Capabilities(
+        text_search=True,
+        time_travel=True,
+        vectors=False,
+        relations=False,
+        extraction=False,
+        erase="hard",
+        regions=(),
+        concurrent_writers=True,
+    )
+
+    def __init__(self, url: str, *, pool_size: int = 5) -> None:
+        """Open the store at ``url`` and check its schema version.
+
+        A SQLite file with no tables yet gets the current schema here (ADR 0011); every
+        other database must already hold it (``memory db upgrade URL``).
+        """
+        self._target: Target = parse_url(url)
+        self.dialect = self._target.dialect
+        """``"sqlite"`` or ``"postgresql"``."""
+        self.root: Path | None = self._target.path
+        """The SQLite database file (``Memory.open`` keeps the key store outside it)."""
+        self._engine = make_engine(self._target, pool_size=pool_size)
+        try:
+            self._check_schema()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @classmethod
+    def from_url(cls, url: str) -> DbDriver:
+        """Open ``sqlite:///PATH`` or ``postgresql+psycopg://…``."""
+        return cls(url)
+
+    def __repr__(self) -> str:
+        return f"<DbDriver {self._target.safe()}>"
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self._engine.dispose()
+
+    def __enter__(self) -> DbDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def engine(self) -> Any:
+        """The SQLAlchemy engine (for tests and operators; the driver owns its lifecycle)."""
+        return self._engine
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _check_schema(self) -> None:
+        safe = self._target.safe()
+        with translated("opening the store", connecting=True), transaction(
+            self._engine, self.dialect, tenant=None, write=False
+        ) as connection:
+            found = stored_version(connection)
+            if self.dialect == "postgresql" and found == SCHEMA_VERSION:
+                self._check_role(connection)
+        if found is None and self.dialect == "sqlite":
+            # A brand-new embedded file: create the schema under the write lock, re-reading
+            # the version there in case another process created it meanwhile.
+            with translated("creating the store's schema"), transaction(
+                self._engine, self.dialect, tenant=None, write=True
+            ) as connection:
+                found = stored_version(connection)
+                if found is None:
+                    found = apply_migrations(connection, 0, now=datetime.now(UTC))
+        check_version(found, safe)
+        if self.dialect == "postgresql":
+            # Prove that a transaction can take the app role, before the first real call.
+            with translated("opening the store", connecting=True), transaction(
+                self._engine, self.dialect, tenant="", write=False
+            ) as connection:
+                connection.execute(select(func.count()).select_from(SCHEMA)).scalar_one()
+
+    def _check_role(self, connection: Connection) -> None:
+        role = connection.execute(text(
+            "SELECT r.rolsuper, r.rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER') "
+            "AS member FROM pg_roles r WHERE r.rolname = :role"
+        ), {"role": APP_ROLE}).first()
+        if role is None:
+            raise ConfigurationError(
+                f"The role {APP_ROLE} is missing. Run: memory db upgrade URL."
+            )
+        if role.rolsuper or role.rolbypassrls:
+            raise ConfigurationError(
+                f"The role {APP_ROLE} has SUPERUSER or BYPASSRLS, so row-level security would "
+                f"not hold. Run: ALTER ROLE {APP_ROLE} NOSUPERUSER NOBYPASSRLS;"
+            )
+        if not role.member:
+            user = connection.execute(text("SELECT current_user")).scalar_one()
+            raise ConfigurationError(
+                f"The database user {user!r} may not act as {APP_ROLE}, which every "
+                f"transaction runs as. Run as an administrator: GRANT {APP_ROLE} TO "
+                f"\"{user}\";"
+            )
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _terms(
+        self, connection: Connection, tenant: str, app: str, keys: Collection[tuple[str, int]]
+    ) -> dict[tuple[str, int], dict[str, int]]:
+        """The blind terms of the given (memory id, version) rows."""
+        found: dict[tuple[str, int], dict[str, int]] = {key: {} for key in keys}
+        if not found:
+            return found
+        p = POSTINGS.c
+        ids = sorted({memory_id for memory_id, _ in found})
+        result = connection.execute(
+            select(p.memory_id, p.version, p.term, p.tf).where(
+                p.tenant == tenant, p.app == app, p.memory_id.in_(ids)
+            )
+        )
+        for memory_id, version, term, tf in result:
+            terms = found.get((memory_id, version))
+            if terms is not None:
+                terms[term] = tf
+        return found
+
+    def _full_rows(
+        self, connection: Connection, tenant: str, app: str, found: Sequence[Row[Any]]
+    ) -> list[StoredRow]:
+        terms = self._terms(connection, tenant, app, [(r.memory_id, r.version) for r in found])
+        return [_stored_row(r, terms[(r.memory_id, r.version)]) for r in found]
+
+    # -- the protocol -------------------------------------------------------------------
+
+    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
+        """Store a new memory, or version ``closes + 1`` closing version ``closes``, atomically.
+
+        The close is ``UPDATE … WHERE version = closes AND valid_to IS NULL``: if it touches
+        no row, another writer revised the memory first and nothing changes. A second writer
+        of the same version also collides on the primary key.
+        """
+        v = VERSIONS.c
+        postings = [
+            {"tenant": row.tenant, "app": row.app, "subject": row.subject, "term": term,
+             "memory_id": row.memory_id, "version": row.version, "tf": tf}
+            for term, tf in row.terms.items()
+        ]
+        with translated("storing a memory"):
+            try:
+                with transaction(
+                    self._engine, self.dialect, tenant=row.tenant, write=True
+                ) as connection:
+                    if closes is not None:
+                        if row.version != closes + 1:
+                            raise MemoryConflictError
+                        closed = connection.execute(
+                            update(VERSIONS)
+                            .where(v.tenant == row.tenant, v.app == row.app,
+                                   v.subject == row.subject, v.memory_id == row.memory_id,
+                                   v.version == closes, v.valid_to.is_(None))
+                            .values(valid_to=row.valid_from)
+                        )
+                        if closed.rowcount != 1:
+                            raise MemoryConflictError
+                    connection.execute(insert(VERSIONS), _row_values(row))
+                    if postings:
+                        connection.execute(insert(POSTINGS), postings)
+            except IntegrityError as exc:
+                if not _is_unique_violation(exc):
+                    raise
+                if closes is None:
+                    raise MemoryConflictError(
+                        "A memory with this id already exists; nothing was changed."
+                    ) from exc
+                raise MemoryConflictError from exc
+
+    def versions(
+        self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
+    ) -> list[StoredRow]:
+        """Every version of ``memory_id`` within ``subjects``, oldest first."""
+        v = VERSIONS.c
+        with translated("reading a memory"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=False
+        ) as connection:
+            found = connection.execute(
+                select(VERSIONS)
+                .where(v.tenant == tenant, v.app == app, v.subject.in_(subjects),
+                       v.memory_id == memory_id)
+                .order_by(v.version)
+            ).all()
+            return self._full_rows(connection, tenant, app, found)
+
+    def set_pinned(
+        self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool
+    ) -> None:
+        """Set the pinned flag of the current version (no new version)."""
+        v = VERSIONS.c
+        with translated("pinning a memory"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=True
+        ) as connection:
+            changed = connection.execute(
+                update(VERSIONS)
+                .where(v.tenant == tenant, v.app == app, v.subject == subject,
+                       v.memory_id == memory_id, v.valid_to.is_(None))
+                .values(pinned=pinned)
+            )
+            if changed.rowcount != 1:
+                raise MemoryConflictError
+
+    def list(
+        self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[StoredRow]:
+        """Matching rows, newest ``created_at`` first (then greater memory id)."""
+        if limit <= 0:
+            return []
+        v = VERSIONS.c
+        clauses = _scope(where)
+        if after is not None:
+            created, memory_id = after
+            clauses.append(or_(v.created_at < created,
+                               and_(v.created_at == created, v.memory_id < memory_id)))
+        with translated("listing memories"), transaction(
+            self._engine, self.dialect, tenant=where.tenant, write=False
+        ) as connection:
+            found = connection.execute(
+                select(VERSIONS).where(*clauses)
+                .order_by(v.created_at.desc(), v.memory_id.desc())
+                .limit(limit)
+            ).all()
+            return self._full_rows(connection, where.tenant, where.app, found)
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> list[tuple[StoredRow, float]]:
+        """BM25 over the rows matching ``where``, equal to :func:`bm25_rank` in scores and order.
+
+        The database computes N and the summed document length of the matching rows, and
+        returns the term frequencies of the query's blind terms in the matching rows that
+        hold any of them; document frequencies, idf and scores follow in Python with the
+        reference's arithmetic, and only the top ``k`` rows are loaded whole.
+        """
+        if not query or top_k <= 0:
+            return []
+        v, p = VERSIONS.c, POSTINGS.c
+        tokens = sorted({token for group in query for token in group})
+        scope = _scope(where)
+        with translated("searching memories"), transaction(
+            self._engine, self.dialect, tenant=where.tenant, write=False
+        ) as connection:
+            n_docs, total_length = connection.execute(
+                select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope)
+            ).one()
+            if not n_docs or not tokens:
+                return []
+            postings = connection.execute(
+                select(p.memory_id, p.version, p.term, p.tf, v.length, v.trust, v.recorded_at)
+                .join(VERSIONS, and_(v.tenant == p.tenant, v.app == p.app,
+                                     v.memory_id == p.memory_id, v.version == p.version))
+                .where(p.tenant == where.tenant, p.app == where.app,
+                       p.subject.in_(where.subjects), p.term.in_(tokens), *scope)
+            )
+            docs: dict[tuple[str, int], _Doc] = {}
+            for memory_id, version, term, tf, length, trust, recorded_at in postings:
+                doc = docs.get((memory_id, version))
+                if doc is None:
+                    doc = docs[memory_id, version] = _Doc(
+                        length, (TRUST_RANK.get(trust, 0), recorded_at.timestamp(), memory_id)
+                    )
+                doc.terms[term] = tf
+            ranked = _rank(docs, query, int(n_docs), int(total_length), top_k)
+            if not ranked:
+                return []
+            wanted = {key for key, _ in ranked}
+            found = connection.execute(
+                select(VERSIONS).where(
+                    v.tenant == where.tenant, v.app == where.app,
+                    v.memory_id.in_(sorted({memory_id for memory_id, _ in wanted})),
+                )
+            ).all()
+            rows = {
+                (row.memory_id, row.version): row
+                for row in self._full_rows(
+                    connection, where.tenant, where.app,
+                    [r for r in found if (r.memory_id, r.version) in wanted],
+                )
+            }
+        return [(rows[key], score) for key, score in ranked]
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """DELETE every version and posting of the memory in one transaction, then commit."""
+        v, p = VERSIONS.c, POSTINGS.c
+        with translated("erasing a memory"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=True
+        ) as connection:
+            erased = connection.execute(
+                select(v.version)
+                .where(v.tenant == tenant, v.app == app, v.subject == subject,
+                       v.memory_id == memory_id)
+                .order_by(v.version)
+                .with_for_update()
+            ).scalars().all()
+            connection.execute(delete(POSTINGS).where(
+                p.tenant == tenant, p.app == app, p.subject == subject, p.memory_id == memory_id
+            ))
+            connection.execute(delete(VERSIONS).where(
+                v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
+            ))
+        return EraseResult(memory_id=memory_id, versions=tuple(erased), mode="hard")
+
+    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
+        """Insert or replace the control record ``key``; ``None`` DELETEs it."""
+        c = CONTROL.c
+        with translated("writing a control record"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=True
+        ) as connection:
+            if value is None:
+                connection.execute(delete(CONTROL).where(
+                    c.tenant == tenant, c.app == app, c.key == key
+                ))
+                return
+            upsert = (sqlite_insert if self.dialect == "sqlite" else postgresql_insert)(CONTROL)
+            connection.execute(
+                upsert.values(tenant=tenant, app=app, key=key, value=value)
+                .on_conflict_do_update(index_elements=[c.tenant, c.app, c.key],
+                                       set_={"value": value})
+            )
+
+    def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
+        """The control record ``key``, or ``None``."""
+        c = CONTROL.c
+        with translated("reading a control record"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=False
+        ) as connection:
+            found = connection.execute(
+                select(c.value).where(c.tenant == tenant, c.app == app, c.key == key)
+            ).scalar_one_or_none()
+        return None if found is None else bytes(found)
+
+    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+        """Every control record whose key starts with ``prefix``, sorted by key (code points)."""
+        c = CONTROL.c
+        with translated("listing control records"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=False
+        ) as connection:
+            # substr, not LIKE: SQLite's LIKE ignores case, and either would need escaping.
+            found = connection.execute(
+                select(c.key, c.value).where(
+                    c.tenant == tenant, c.app == app,
+                    func.substr(c.key, 1, len(prefix)) == prefix,
+                )
+            ).all()
+        return sorted((key, bytes(value)) for key, value in found)
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """Every row of every table, sealed blobs raw; for SQLite also the database files.
+
+        On PostgreSQL this needs a URL whose user bypasses row-level security (a superuser
+        or BYPASSRLS): as anyone else, the policies would hide every row.
+        """
+        dumped: list[tuple[str, bytes]] = []
+        with translated("dumping the store"), transaction(
+            self._engine, self.dialect, tenant=None, write=False
+        ) as connection:
+            if self.dialect == "postgresql":
+                bypass = connection.execute(text(
+                    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+                )).scalar_one()
+                if not bypass:
+                    raise ConfigurationError(
+                        "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
+                        "security hides every row from anyone else."
+                    )
+            for table in (SCHEMA, VERSIONS, POSTINGS, CONTROL):
+                order = list(table.primary_key.columns)
+                for index, found in enumerate(
+                    connection.execute(select(table).order_by(*order))
+                ):
+                    dumped.append((f"{table.name}[{index}]", _serialise(found)))
+        yield from dumped
+        if self._target.path is not None:
+            path = self._target.path
+            for name in (path, *(path.with_name(path.name + s) for s in ("-journal", "-wal"))):
+                try:
+                    yield f"file:{name.name}", name.read_bytes()
+                except FileNotFoundError:
+                    continue
+
+
+def _serialise(found: Row[Any]) -> bytes:
+    parts: list[bytes] = []
+    for value in found:
+        if isinstance(value, bytes | bytearray | memoryview):
+            parts.append(bytes(value))
+        elif value is None:
+            parts.append(b"")
+        elif isinstance(value, datetime):
+            parts.append(value.isoformat().encode())
+        else:
+            parts.append(str(value).encode("utf-8"))
+    return b"\x1f".join(parts)
+
+
+@dataclass(slots=True)
+class _Doc:
+    """A matching document as ranking needs it: length, tie order, query-term counts."""
+
+    length: int
+    order: tuple[int, float, str]
+    """:func:`bm25_rank`'s tie order: trust rank, ``recorded_at`` timestamp, memory id."""
+    terms: dict[str, int] = field(default_factory=dict)
+
+
+def _rank(
+    docs: Mapping[tuple[str, int], _Doc],
+    query: Sequence[Collection[str]],
+    n_docs: int,
+    total_length: int,
+    top_k: int,
+) -> list[tuple[tuple[str, int], float]]:
+    """:func:`bm25_rank`'s arithmetic over the matching documents only.
+
+    Documents with no query term add nothing but N and the length total, which the
+    database already counted, so the result equals the reference term for term.
+    """
+    avgdl = total_length / n_docs or 1.0
+    counted: list[tuple[tuple[str, int], _Doc, list[int]]] = []
+    df = [0] * len(query)
+    for key, doc in docs.items():
+        counts = [sum(doc.terms.get(token, 0) for token in group) for group in query]
+        for i, count in enumerate(counts):
+            if count:
+                df[i] += 1
+        counted.append((key, doc, counts))
+    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
+    ceiling = sum(idf) * (BM25_K1 + 1.0)
+    if ceiling <= 0.0:
+        return []
+    scored: list[tuple[float, tuple[int, float, str], int]] = []
+    for index, (_key, doc, counts) in enumerate(counted):
+        if not any(counts):
+            continue
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * doc.length / avgdl)
+        raw = sum(
+            w * (tf * (BM25_K1 + 1.0)) / (tf + norm)
+            for w, tf in zip(idf, counts, strict=True)
+            if tf
+        )
+        scored.append((min(1.0, raw / ceiling), doc.order, index))
+    best = heapq.nlargest(top_k, scored)
+    return [(counted[index][0], score) for score, _order, index in best]
+
+
+def upgrade(url: str) -> tuple[int, int]:
+    """Create or upgrade the schema at ``url``; return (version before, version after).
+
+    One transaction: on PostgreSQL an advisory lock serialises concurrent upgrades, on
+    SQLite the write lock does. A database whose schema is newer than this code is refused.
+    """
+    target = parse_url(url)
+    engine = make_engine(target, pool_size=1)
+    try:
+        with translated("upgrading the schema", connecting=True), transaction(
+            engine, target.dialect, tenant=None, write=True
+        ) as connection:
+            if target.dialect == "postgresql":
+                connection.execute(select(func.pg_advisory_xact_lock(_UPGRADE_LOCK)))
+            before = stored_version(connection) or 0
+            after = apply_migrations(connection, before, now=datetime.now(UTC))
+        return before, after
+    finally:
+        engine.dispose()
+

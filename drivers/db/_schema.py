@@ -1,0 +1,308 @@
+"""The db driver's tables and their versioned, explicit migrations (``memory db upgrade URL``).
+
+Schema version 1::
+
+    memory_versions   one row per version of a memory                  (tenant data, RLS)
+        PK (tenant, app, memory_id, version)   the optimistic-concurrency key
+        tenant app subject memory_id version kind labels trust agent session session_only
+        pinned created_at recorded_at valid_from valid_to sealed length
+    memory_postings   one row per blind term of a version: BM25 in SQL (tenant data, RLS)
+        PK (tenant, app, subject, term, memory_id, version)
+        tf                                     the term's count in that version
+    memory_control    small sealed control records: grants, kill switches (tenant data, RLS)
+        PK (tenant, app, key)
+        value                                  sealed by the SDK
+    memory_schema     one row per applied schema version               (no tenant data)
+
+On PostgreSQL the tables live in the schema ``mainsdk_memory``; on SQLite in the main
+database. Every primary key and index leads with ``tenant``, the distribution key for
+partitioning or Citus (docs/scaling.md). Keys live in the key store, never here.
+
+A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables, and
+the driver reads through the same objects until a later version says otherwise. A sealed
+embeddings table (``memory_embeddings``, keyed like ``memory_versions``) is a later version's
+addition and needs no change to these tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Connection,
+    DateTime,
+    Dialect,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    func,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from mainsdk_memory._errors import ConfigurationError
+from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING
+
+__all__ = [
+    "CONTROL",
+    "MIGRATIONS",
+    "POSTINGS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TENANT_TABLES",
+    "VERSIONS",
+    "Migration",
+    "UtcTimestamp",
+    "apply_migrations",
+    "check_version",
+    "stored_version",
+    "tables_v1",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+class UtcTimestamp(TypeDecorator[datetime]):
+    """A timezone-aware instant, exact to the microsecond, read back in UTC.
+
+    PostgreSQL stores ``timestamptz``; SQLite stores integer microseconds since the Unix
+    epoch (SQLite has no timestamp type, and an integer compares and sorts exactly).
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[object]:
+        """BIGINT microseconds on SQLite, ``timestamptz`` elsewhere."""
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
+        """Refuse naive datetimes; convert aware ones for the database."""
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("the db driver stores timezone-aware datetimes only")
+        if dialect.name == "sqlite":
+            return (value - _EPOCH) // _MICROSECOND
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: object, dialect: Dialect) -> datetime | None:
+        """An aware UTC datetime."""
+        if value is None:
+            return None
+        if isinstance(value, int):
+            return _EPOCH + timedelta(microseconds=value)
+        if isinstance(value, datetime):
+            return value.astimezone(UTC)
+        raise TypeError("unexpected timestamp value from the database")
+
+
+def tables_v1(metadata: MetaData) -> tuple[Table, Table, Table, Table]:
+    """Schema version 1's tables (frozen): versions, postings, control, schema."""
+    versions = Table(
+        "memory_versions",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("memory_id", Text, nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("labels", Text, nullable=False),  # a JSON array of label names
+        Column("trust", Text, nullable=False),
+        Column("agent", Text, nullable=False),
+        Column("session", Text, nullable=True),
+        Column("session_only", Boolean, nullable=False),
+        Column("pinned", Boolean, nullable=False),
+        Column("created_at", UtcTimestamp, nullable=False),
+        Column("recorded_at", UtcTimestamp, nullable=False),
+        Column("valid_from", UtcTimestamp, nullable=False),
+        Column("valid_to", UtcTimestamp, nullable=True),
+        Column("sealed", LargeBinary, nullable=False),
+        Column("length", Integer, nullable=False),  # index terms in the text: BM25 doc length
+        PrimaryKeyConstraint("tenant", "app", "memory_id", "version",
+                             name="memory_versions_pkey"),
+    )
+    # A subject's rows, current first-class: list order and the BM25 corpus statistics.
+    Index("memory_versions_scope", versions.c.tenant, versions.c.app, versions.c.subject,
+          versions.c.valid_to, versions.c.created_at, versions.c.memory_id)
+    postings = Table(
+        "memory_postings",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("term", Text, nullable=False),
+        Column("memory_id", Text, nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("tf", Integer, nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "subject", "term", "memory_id", "version",
+                             name="memory_postings_pkey"),
+    )
+    # Erase and row loading find a version's postings by memory id.
+    Index("memory_postings_memory", postings.c.tenant, postings.c.app, postings.c.memory_id,
+          postings.c.version)
+    control = Table(
+        "memory_control",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("value", LargeBinary, nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "key", name="memory_control_pkey"),
+    )
+    schema = Table(
+        "memory_schema",
+        metadata,
+        Column("version", Integer, primary_key=True, autoincrement=False),
+        Column("description", Text, nullable=False),
+        Column("applied_at", UtcTimestamp, nullable=False),
+    )
+    return versions, postings, control, schema
+
+
+METADATA = MetaData(schema=PG_SCHEMA)
+VERSIONS, POSTINGS, CONTROL, SCHEMA = tables_v1(METADATA)
+#: Tables that hold tenant data: each has row-level security on PostgreSQL.
+TENANT_TABLES = (VERSIONS.name, POSTINGS.name, CONTROL.name)
+
+
+def _postgres_v1(connection: Connection) -> None:
+    """Role, grants and row-level security for version 1 (PostgreSQL only)."""
+    role = connection.execute(
+        text("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :role"),
+        {"role": APP_ROLE},
+    ).first()
+    if role is None:
+        connection.execute(text(
+            f"CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
+        ))
+    elif role.rolsuper or role.rolbypassrls:
+        raise ConfigurationError(
+            f"The role {APP_ROLE} exists with SUPERUSER or BYPASSRLS, so row-level security "
+            f"would not hold. Run: ALTER ROLE {APP_ROLE} NOSUPERUSER NOBYPASSRLS; then retry."
+        )
+    me = connection.execute(text(
+        "SELECT rolsuper, pg_has_role(current_user, :role, 'MEMBER') AS member "
+        "FROM pg_roles WHERE rolname = current_user"
+    ), {"role": APP_ROLE}).one()
+    if not me.rolsuper and not me.member:
+        # The driver runs every transaction as the app role, so the URL's user must be
+        # allowed to SET ROLE to it.
+        connection.execute(text(f"GRANT {APP_ROLE} TO CURRENT_USER"))
+    connection.execute(text(f"GRANT USAGE ON SCHEMA {PG_SCHEMA} TO {APP_ROLE}"))
+    connection.execute(text(f"GRANT SELECT ON {PG_SCHEMA}.memory_schema TO {APP_ROLE}"))
+    for table in TENANT_TABLES:
+        name = f"{PG_SCHEMA}.{table}"
+        connection.execute(text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name} TO {APP_ROLE}"))
+        connection.execute(text(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY"))
+        connection.execute(text(f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY"))
+        # current_setting(..., true) is NULL or '' when no tenant is set: no row matches.
+        connection.execute(text(
+            f"CREATE POLICY tenant_isolation ON {name} "
+            f"USING (tenant = current_setting('{TENANT_SETTING}', true)) "
+            f"WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))"
+        ))
+
+
+def _migrate_v1(connection: Connection) -> None:
+    postgres = connection.dialect.name == "postgresql"
+    if postgres:
+        connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {PG_SCHEMA}"))
+    MetaData_v1 = MetaData(schema=PG_SCHEMA)  # noqa: N806 - a frozen copy, named like the class
+    tables_v1(MetaData_v1)
+    MetaData_v1.create_all(connection, checkfirst=False)
+    if postgres:
+        _postgres_v1(connection)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema version: its number, what it does, and the DDL that gets there."""
+
+    version: int
+    description: str
+    apply: Callable[[Connection], None]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "memory versions, postings and control records; "
+        "PostgreSQL: app role, grants, row-level security",
+        _migrate_v1,
+    ),
+)
+#: The schema version this code reads and writes.
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def stored_version(connection: Connection) -> int | None:
+    """The database's schema version: ``None`` if it has no tables at all, ``0`` if it has
+    tables but none of ours (a database you share with your app)."""
+    if connection.dialect.name == "postgresql":
+        found = connection.execute(
+            select(func.to_regclass(f"{PG_SCHEMA}.{SCHEMA.name}").is_not(None))
+        ).scalar_one()
+        if not found:
+            return 0
+    else:
+        names = set(connection.execute(
+            text("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ).scalars())
+        if not names:
+            return None
+        if SCHEMA.name not in names:
+            return 0
+    return int(connection.execute(select(func.coalesce(func.max(SCHEMA.c.version), 0)))
+               .scalar_one())
+
+
+def check_version(found: int | None, safe_url: str) -> None:
+    """Raise a :class:`ConfigurationError` that says what to do unless ``found`` is current."""
+    if found is None or found == 0:
+        raise ConfigurationError(
+            f"The database at {safe_url} has no mainsdk-memory schema. Create it with: "
+            f"memory db upgrade URL (schema version {SCHEMA_VERSION})."
+        )
+    if found < SCHEMA_VERSION:
+        raise ConfigurationError(
+            f"The database at {safe_url} has mainsdk-memory schema version {found}; this "
+            f"version of mainsdk-memory needs {SCHEMA_VERSION}. Upgrade it with: "
+            "memory db upgrade URL."
+        )
+    if found > SCHEMA_VERSION:
+        raise ConfigurationError(
+            f"The database at {safe_url} has mainsdk-memory schema version {found}, newer than "
+            f"this version of mainsdk-memory knows ({SCHEMA_VERSION}). Upgrade the "
+            "mainsdk-memory package; never downgrade a store."
+        )
+
+
+def apply_migrations(connection: Connection, found: int, *, now: datetime) -> int:
+    """Apply every migration after ``found`` inside the caller's transaction; return the new
+    version. The caller holds the lock that serialises upgrades."""
+    if found > SCHEMA_VERSION:
+        check_version(found, "this URL")
+    for migration in MIGRATIONS:
+        if migration.version <= found:
+            continue
+        migration.apply(connection)
+        connection.execute(insert(SCHEMA).values(
+            version=migration.version, description=migration.description, applied_at=now
+        ))
+    return SCHEMA_VERSION
