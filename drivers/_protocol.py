@@ -107,6 +107,8 @@ class Filter:
     """``True``: pinned rows only; ``False``: unpinned only; ``None``: both."""
     written_by: str | None = None
     """Only rows whose ``agent`` is this one (an agent with ``read: "own"``)."""
+    any_session: bool = False
+    """Lift the session rules (the person's own view of everything held about them)."""
 
     def visible(self, row: StoredRow) -> bool:
         """Whether ``row`` is in scope, ignoring time.
@@ -115,7 +117,9 @@ class Filter:
         quarantined row (trust ``untrusted``), are visible only to the session that wrote it;
         then kind, pin and writing agent when the filter names them.
         """
-        same_session = row.session is not None and row.session == self.session
+        same_session = self.any_session or (
+            row.session is not None and row.session == self.session
+        )
         return (
             row.tenant == self.tenant
             and row.app == self.app
@@ -252,6 +256,22 @@ class Driver(Protocol):
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Remove every version and index entry of the memory; return once it is durable."""
+        ...
+
+    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
+        """Set the small control record ``key`` (grants, kill switches, pending requests).
+
+        ``value`` is sealed by the SDK; ``None`` deletes the record for good. Keys are
+        printable ASCII up to 200 characters, namespaced like ``grant/<agent>``.
+        """
+        ...
+
+    def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
+        """The control record ``key``, or ``None``."""
+        ...
+
+    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+        """Every control record whose key starts with ``prefix``, sorted by key."""
         ...
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:

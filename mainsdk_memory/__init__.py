@@ -12,48 +12,70 @@ of overwritten, and forgotten with a signed receipt::
         block = me.context("how to contact them")   # put this in a *user* message
 """
 
-from mainsdk_memory import receipts, tenant
+from mainsdk_memory import audit, injection, receipts, tenant
 from mainsdk_memory._errors import (
+    AgentDisabledError,
     ConfigurationError,
     ErasePolicyError,
     InvalidInputError,
     KeyStoreError,
+    LimitExceededError,
     MemoryCapabilityError,
     MemoryConflictError,
+    MemoryInjectionError,
     MemoryNotFound,
     MemorySDKError,
     NoTenantError,
     ReceiptError,
+    RequestNotFound,
     ScopeError,
     SealError,
     StoreError,
     TenantMismatchError,
 )
-from mainsdk_memory._memory import Memory, ScopedMemory
-from mainsdk_memory._records import Hit, Kind, MemoryRecord, Page, Scope, Source, Trust
+from mainsdk_memory._memory import Memory
+from mainsdk_memory._records import (
+    AgentLimits,
+    ForgetRequest,
+    Hit,
+    Kind,
+    MemoryRecord,
+    Page,
+    Scope,
+    Source,
+    Trust,
+)
+from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory.drivers import Capabilities
 from mainsdk_memory.receipts import Receipt
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentDisabledError",
+    "AgentLimits",
     "Capabilities",
     "ConfigurationError",
     "ErasePolicyError",
+    "ForgetRequest",
     "Hit",
     "InvalidInputError",
     "KeyStoreError",
     "Kind",
+    "LimitExceededError",
     "Memory",
     "MemoryCapabilityError",
     "MemoryConflictError",
+    "MemoryInjectionError",
     "MemoryNotFound",
     "MemoryRecord",
     "MemorySDKError",
     "NoTenantError",
     "Page",
+    "PersonMemory",
     "Receipt",
     "ReceiptError",
+    "RequestNotFound",
     "Scope",
     "ScopeError",
     "ScopedMemory",
@@ -63,6 +85,8 @@ __all__ = [
     "TenantMismatchError",
     "Trust",
     "__version__",
+    "audit",
+    "injection",
     "receipts",
     "tenant",
 ]

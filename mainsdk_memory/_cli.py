@@ -93,8 +93,10 @@ def _demo(_: argparse.Namespace) -> int:
             now = ada.recall("where does Ada live?")
             print(f"  Where does she live now?         {now[0].record.text}")
 
-            _say("6. Forget, with a signed receipt that lists ids only")
-            receipt = ada.forget(home.id)
+            _say("6. Forget: the agent asks, Ada approves, a signed receipt lists ids only")
+            request = ada.forget(home.id)
+            print(f"  the agent's request {request.id} is {request.status}")
+            receipt = memory.person("ada").approve(request.id)
             print(f"  receipt: {receipt.token[:60]}…")
             print(f"  claims:  {json.dumps(dict(receipt.claims), indent=None)}")
 

@@ -11,7 +11,11 @@ a query or a search term: only ids, names of parameters and what to do next.
     │   └── TenantMismatchError       a handle used under another tenant than it was made in
     ├── InvalidInputError             bad argument; nothing was changed (also a ValueError)
     ├── ScopeError                    the call reaches outside the caller's scope
+    │   └── AgentDisabledError        the agent's kill switch is on
+    ├── LimitExceededError            an agent's write rate or memory count limit is reached
+    ├── MemoryInjectionError          the injection check refused a write
     ├── MemoryNotFound                unknown id (another tenant's or person's id looks the same)
+    │   └── RequestNotFound           no pending forget request with that id
     ├── MemoryConflictError           a concurrent revision won; reload and retry
     ├── MemoryCapabilityError         the driver does not declare what the call needs
     ├── SealError                     a sealed memory did not open (opaque on purpose)
@@ -25,16 +29,20 @@ a query or a search term: only ids, names of parameters and what to do next.
 from __future__ import annotations
 
 __all__ = [
+    "AgentDisabledError",
     "ConfigurationError",
     "ErasePolicyError",
     "InvalidInputError",
     "KeyStoreError",
+    "LimitExceededError",
     "MemoryCapabilityError",
     "MemoryConflictError",
+    "MemoryInjectionError",
     "MemoryNotFound",
     "MemorySDKError",
     "NoTenantError",
     "ReceiptError",
+    "RequestNotFound",
     "ScopeError",
     "SealError",
     "StoreError",
@@ -92,6 +100,41 @@ class ScopeError(MemorySDKError):
     default_message = "The call reaches outside this handle's scope; nothing was changed."
 
 
+class AgentDisabledError(ScopeError):
+    """The agent's kill switch is on: it can neither read nor write."""
+
+    code = "MAIN-MEM-E012"
+    default_message = (
+        "This agent is disabled by its kill switch; it can neither read nor write. "
+        "An administrator re-enables it with memory.revive(agent)."
+    )
+
+
+class LimitExceededError(MemorySDKError):
+    """An agent reached one of its limits (writes per minute, memories per person)."""
+
+    code = "MAIN-MEM-E013"
+    default_message = "The agent reached its limit; nothing was stored. Wait, or raise the limit."
+
+
+class MemoryInjectionError(MemorySDKError):
+    """The injection check flagged the text of a write; nothing was stored.
+
+    ``rules`` names the rules that fired (ids only, never the text).
+    """
+
+    code = "MAIN-MEM-E090"
+    default_message = "The injection check refused this text; nothing was stored."
+
+    def __init__(self, rules: tuple[str, ...] = ()) -> None:
+        self.rules = rules
+        named = f" (rules: {', '.join(rules)})" if rules else ""
+        super().__init__(
+            f"The injection check refused this text{named}; nothing was stored. Memory holds "
+            "facts about people, not instructions; see docs/security.md for the rules."
+        )
+
+
 class MemoryNotFound(MemorySDKError, LookupError):
     """No memory with that id exists in the caller's scope.
 
@@ -103,6 +146,16 @@ class MemoryNotFound(MemorySDKError, LookupError):
     default_message = (
         "No memory with that id in this scope. Check the id, the tenant and the person "
         "you act for; forgotten memories are gone for good."
+    )
+
+
+class RequestNotFound(MemoryNotFound):
+    """No pending forget request with that id for this person."""
+
+    code = "MAIN-MEM-E022"
+    default_message = (
+        "No pending forget request with that id for this person; it may have been approved "
+        "or rejected already. List them with pending()."
     )
 
 

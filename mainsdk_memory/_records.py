@@ -8,7 +8,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Hit", "Kind", "MemoryRecord", "Page", "Scope", "Source", "SourceKind", "Trust"]
+__all__ = [
+    "AgentLimits",
+    "ForgetRequest",
+    "Hit",
+    "Kind",
+    "MemoryRecord",
+    "Page",
+    "Scope",
+    "Source",
+    "SourceKind",
+    "Trust",
+]
 
 
 class Kind(StrEnum):
@@ -116,6 +127,8 @@ class Scope(BaseModel):
     about: str
     """A person id, or ``"tenant"`` for shared, non-personal memory."""
     agent: str
+    """The agent that owns the memory: the one that wrote its first version (``@person``
+    when the person wrote it themself). ``read: "own"`` means memories it owns."""
     session: str | None = None
 
 
@@ -141,6 +154,15 @@ class MemoryRecord(BaseModel):
     recorded_at: datetime
     created_at: datetime
     """When the memory's first version was recorded."""
+    confirmed_by: str | None = None
+    """The person who confirmed this version, when a person confirmed it."""
+    author: str = ""
+    """Who wrote this version: an agent name, or ``@person`` for the person themself."""
+
+    @property
+    def quarantined(self) -> bool:
+        """Untrusted and not confirmed: only the session that wrote it sees it."""
+        return self.trust is Trust.UNTRUSTED
 
     @property
     def version_id(self) -> str:
@@ -174,3 +196,28 @@ class Page(BaseModel):
 
     items: list[MemoryRecord]
     next_cursor: str | None = None
+
+
+class ForgetRequest(BaseModel):
+    """An agent's request to forget a memory, waiting for the person to approve or reject it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """``fgr_…``"""
+    memory_id: str
+    person: str
+    agent: str
+    requested_at: datetime
+    status: Literal["pending", "approved", "rejected"] = "pending"
+
+
+class AgentLimits(BaseModel):
+    """Limits on one agent's writes; ``None`` means no limit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    writes_per_minute: int | None = Field(default=None, ge=1)
+    """Writes (remember, revise) in any sliding minute, per process."""
+    memories_per_person: int | None = Field(default=None, ge=1)
+    """Current memories this agent has written about one person."""

@@ -50,7 +50,7 @@ def test_two_processes_writing_one_person_lose_nothing(tmp_path: Path, keys_path
     written = {line for out, _ in outputs for line in out.split()}
     assert len(written) == 120
     with _open(store, keys_path) as memory, tenant.use("acme"):
-        ada = memory.acting_for("ada", agent="reader")
+        ada = memory.person("ada")  # the person sees every agent's memories
         seen: set[str] = set()
         cursor = None
         while True:
@@ -77,7 +77,7 @@ def test_a_killed_writer_loses_nothing_it_reported_and_leaves_no_half_record(
     for path in store.rglob("mem_*.json"):
         json.loads(path.read_bytes())  # every stored file is whole
     with _open(store, keys_path) as memory, tenant.use("acme"):
-        ada = memory.acting_for("ada", agent="reader")
+        ada = memory.person("ada")  # the person sees every agent's memories
         for memory_id in reported:
             assert ada.get(memory_id).text.startswith("doomed wrote note")
         assert ada.remember("Life goes on after the crash.").version == 1
@@ -102,13 +102,13 @@ def test_a_second_opener_sees_new_writes_and_forgets(tmp_path: Path, keys_path: 
     with _open(store, keys_path) as first, _open(store, keys_path) as second, \
             tenant.use("acme"):
         writer = first.acting_for("ada", agent="a")
-        reader = second.acting_for("ada", agent="b")
+        reader = second.person("ada")
         assert reader.recall("kayak") == []
         record = writer.remember("Ada bought a kayak.")
         assert [hit.record.id for hit in reader.recall("kayak")] == [record.id]
         writer.revise(record.id, "Ada sold her kayak.")
         assert reader.get(record.id).version == 2
-        writer.forget(record.id)
+        first.person("ada").forget(record.id)
         assert reader.recall("kayak") == []
 
 
@@ -120,7 +120,7 @@ def test_the_change_log_is_restarted_without_losing_memories(
     with _open(store, keys_path) as writer_mem, _open(store, keys_path) as reader_mem, \
             tenant.use("acme"):
         writer = writer_mem.acting_for("ada", agent="a")
-        reader = reader_mem.acting_for("ada", agent="b")
+        reader = reader_mem.person("ada")
         ids = []
         for i in range(25):
             ids.append(writer.remember(f"Ada planted tree number {i}.").id)

@@ -10,11 +10,13 @@ from mainsdk_memory import MemorySDKError
 
 def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
-        "Capabilities", "ConfigurationError", "ErasePolicyError", "Hit", "InvalidInputError",
-        "KeyStoreError", "Kind", "Memory", "MemoryCapabilityError", "MemoryConflictError",
-        "MemoryNotFound", "MemoryRecord", "MemorySDKError", "NoTenantError", "Page", "Receipt",
-        "ReceiptError", "Scope", "ScopeError", "ScopedMemory", "SealError", "Source",
-        "StoreError", "TenantMismatchError", "Trust", "__version__", "receipts", "tenant",
+        "AgentDisabledError", "AgentLimits", "Capabilities", "ConfigurationError",
+        "ErasePolicyError", "ForgetRequest", "Hit", "InvalidInputError", "KeyStoreError", "Kind",
+        "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
+        "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",
+        "NoTenantError", "Page", "PersonMemory", "Receipt", "ReceiptError", "RequestNotFound",
+        "Scope", "ScopeError", "ScopedMemory", "SealError", "Source", "StoreError",
+        "TenantMismatchError", "Trust", "__version__", "audit", "injection", "receipts", "tenant",
     ])
     for name in mainsdk_memory.__all__:
         assert hasattr(mainsdk_memory, name)
@@ -28,7 +30,7 @@ def test_subpackages_are_installed_in_the_namespace() -> None:
 
 def test_every_error_has_one_root_a_unique_code_and_a_next_step() -> None:
     errors = [getattr(mainsdk_memory, name) for name in mainsdk_memory.__all__
-              if name.endswith("Error") or name == "MemoryNotFound"]
+              if name.endswith("Error") or name.endswith("NotFound")]
     codes = set()
     for error in errors:
         assert issubclass(error, MemorySDKError)

@@ -19,9 +19,8 @@ BIN = Path(sys.executable).parent
 @pytest.fixture
 def receipt(memory: Memory) -> Receipt:
     with tenant.use("acme"):
-        ada = memory.acting_for("ada", agent="bot")
-        record = ada.remember("Ada's storage unit is 4B.")
-        return ada.forget(record.id)
+        record = memory.acting_for("ada", agent="bot").remember("Ada's storage unit is 4B.")
+        return memory.person("ada").forget(record.id)
 
 
 def _b64(data: dict[str, object]) -> str:

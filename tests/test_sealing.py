@@ -161,7 +161,7 @@ def test_edited_plain_columns_are_detected(memory: Memory, change: dict[str, obj
         )
         memory.driver.put(forged)
         with pytest.raises(SealError):
-            ada.get(forged.memory_id)
+            memory.person("ada").get(forged.memory_id)  # the person's view sees every agent
 
 
 def test_a_destroyed_subject_key_leaves_its_memories_unreadable(
