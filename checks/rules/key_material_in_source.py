@@ -1,0 +1,222 @@
+"""MAIN-MEM-0025: key material is written in the source code."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from typing import ClassVar
+
+from mainsdk_memory.checks._diagnostic import Finding
+from mainsdk_memory.checks._rule import Module, Rule, register
+
+__all__ = ["KeyMaterialInSource"]
+
+_PEM = re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\s+[A-Za-z0-9+/=\s:,-]{40,}")
+_KEY_NAME = re.compile(r"(?:^|_)(?:keys?|kek|dek|secret|seed)(?:$|_)")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_B64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_KEY_LENGTHS = frozenset({16, 24, 32, 64})
+_DECODERS = frozenset(
+    {"b64decode", "urlsafe_b64decode", "standard_b64decode", "b16decode", "fromhex",
+     "unhexlify", "a2b_base64", "a2b_hex", "encode"}
+)
+_KEY_CONSUMERS = frozenset(
+    {"AESGCM", "AESGCMSIV", "AESOCB3", "AESSIV", "AESCCM", "ChaCha20Poly1305", "Fernet",
+     "from_private_bytes", "HMAC"}
+)
+_KEY_FUNCTIONS = frozenset({"hmac.new", "hmac.digest"})
+# A module with none of these cannot hold a finding, so its nodes are not walked.
+_QUICK = re.compile(
+    r"PRIVATE KEY|kty|AESGCM|AESSIV|AESOCB3|AESCCM|ChaCha20Poly1305|Fernet|HMAC|hmac\.|"
+    r"from_private_bytes|['\"][A-Za-z0-9+/_=-]{22,}['\"]|(?:\\x[0-9a-fA-F]{2}){16}"
+)
+
+
+def _key_name(name: str) -> bool:
+    return bool(_KEY_NAME.search(_CAMEL.sub("_", name).lower()))
+
+
+def _target_name(target: ast.expr) -> str | None:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+        key = target.slice.value
+        return key if isinstance(key, str) else None
+    return None
+
+
+def _decoded_length(text: str) -> int | None:
+    """The byte length of a hex or base64 string that looks random, else ``None``."""
+    text = text.strip()
+    if _HEX.fullmatch(text) and len(text) % 2 == 0 and re.search(r"\d", text) and re.search(
+        r"[a-fA-F]", text
+    ):
+        return len(text) // 2
+    if not _B64.fullmatch(text) or not (
+        re.search(r"\d", text) and re.search(r"[a-z]", text) and re.search(r"[A-Z]", text)
+    ):
+        return None
+    padded = text + "=" * (-len(text) % 4)
+    try:
+        if "-" in text or "_" in text:
+            return len(base64.urlsafe_b64decode(padded))
+        return len(base64.b64decode(padded, validate=True))
+    except (binascii.Error, ValueError):
+        return None
+
+
+@register
+class KeyMaterialInSource(Rule):
+    """Key material is written in the source code.
+
+    ## What it does
+
+    Reports, anywhere in a module:
+
+    - a PEM private key (`-----BEGIN ... PRIVATE KEY-----` followed by its body);
+    - a JSON Web Key with a private part (a dict literal with `"kty"` and `"d"`);
+    - a literal that decodes (base64, base64url or hex) to 16, 24, 32 or 64 random-looking
+      bytes, or a bytes literal of that length, assigned to or passed as a name that says key,
+      keys, kek, dek, secret or seed (`SEALING_KEY = "..."`, `secret=b"..."`);
+    - any literal passed, directly or through `b64decode`/`fromhex`/`.encode()`, as the key of
+      `AESGCM`, `ChaCha20Poly1305`, `Fernet`, `HMAC`, `hmac.new` or `...from_private_bytes`.
+
+    ## Why is this bad?
+
+    Every memory is sealed under a key derived from the project key store, and every receipt
+    is signed by the project key. A key in the source is in every clone, fork, CI log, wheel and
+    container image of the code, forever: rotating it does not un-publish the old one, and
+    whoever has it can open sealed memories or forge receipts. Keys belong in the key store
+    (`memory keys init`), outside the repository.
+
+    ## Example
+
+    ```python
+    import base64
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    SEALING_KEY = "HdfFouX4vfDV8tvzEGN+IJN1ucvkEh7OW9B5IhvbxN4="  # flagged
+    aead = AESGCM(base64.b64decode(SEALING_KEY))
+    ```
+
+    ## Use instead
+
+    ```python
+    import os
+
+    from mainsdk_memory import Memory
+
+    # the key store is created once with `memory keys init` and kept outside the repository
+    memory = Memory.open("local:/srv/memories", keys=os.environ["MEMORY_KEYS"], app="support")
+    ```
+
+    ## Limits
+
+    Random-looking means at least one digit, one lower-case and one upper-case letter for
+    base64 (a digit and a letter for hex), so words are not mistaken for keys; a key of all one
+    character is not found. Keys in files other than Python source (`.env`, JSON) are not read.
+
+    ## Added in
+
+    0.1.0
+    """
+
+    code: ClassVar[str] = "MAIN-MEM-0025"
+    name: ClassVar[str] = "key-material-in-source"
+    needs_memory: ClassVar[bool] = False
+
+    def check(self, module: Module) -> Iterator[Finding]:
+        """One walk over the module's literals and the places they are used as keys."""
+        if not _QUICK.search(module.source):
+            return
+        seen: set[tuple[int, int]] = set()
+        for node in module.nodes():
+            found: list[tuple[ast.AST, str]] = []
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if "PRIVATE KEY-----" in node.value and _PEM.search(node.value):
+                    found.append((node, "a PEM private key"))
+            elif isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+                if "kty" in keys and "d" in keys:
+                    found.append((node, "a private JSON Web Key"))
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any((name := _target_name(t)) and _key_name(name) for t in targets):
+                    found.extend(self._named_key(node.value))
+            elif isinstance(node, ast.Call):
+                for keyword in node.keywords:
+                    if keyword.arg and _key_name(keyword.arg):
+                        found.extend(self._named_key(keyword.value))
+                last = node.func.attr if isinstance(node.func, ast.Attribute) else (
+                    node.func.id if isinstance(node.func, ast.Name) else ""
+                )
+                if (last in _KEY_CONSUMERS or module.qualname(node.func) in _KEY_FUNCTIONS) and (
+                    node.args
+                ):
+                    found.extend(self._consumed_key(node.args[0], module))
+            for where, what in found:
+                position = (getattr(where, "lineno", 0), getattr(where, "col_offset", 0))
+                if position not in seen:
+                    seen.add(position)
+                    yield self.at(
+                        where,
+                        self.code,
+                        f"{what} is written in the source; keep keys in the key store "
+                        "(memory keys init) outside the repository, and rotate this one",
+                    )
+
+    @staticmethod
+    def _literal(node: ast.expr) -> ast.Constant | None:
+        while isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else (
+                func.id if isinstance(func, ast.Name) else ""
+            )
+            if last not in _DECODERS:
+                return None
+            if last == "encode" and isinstance(func, ast.Attribute):
+                node = func.value
+            elif node.args:
+                node = node.args[0]
+            else:
+                return None
+        return node if isinstance(node, ast.Constant) else None
+
+    def _named_key(self, value: ast.expr) -> Iterator[tuple[ast.AST, str]]:
+        literal = self._literal(value)
+        if literal is None:
+            return
+        if isinstance(literal.value, bytes) and len(literal.value) in _KEY_LENGTHS:
+            yield literal, f"a {len(literal.value)}-byte key"
+        elif isinstance(literal.value, str):
+            length = _decoded_length(literal.value)
+            if length in _KEY_LENGTHS:
+                yield literal, f"a {length}-byte key"
+
+    def _consumed_key(self, value: ast.expr, module: Module) -> Iterator[tuple[ast.AST, str]]:
+        literal = self._literal(value)
+        if literal is not None and isinstance(literal.value, str | bytes) and len(
+            literal.value
+        ) >= 16:
+            yield literal, "a key literal"
+            return
+        if isinstance(value, ast.Call):
+            inner = value
+            while isinstance(inner, ast.Call) and inner.args:
+                inner = inner.args[0]  # type: ignore[assignment]
+            value = inner
+        constant = module.analysis.constant(value)
+        if (
+            isinstance(value, ast.Name)
+            and not _key_name(value.id)  # a key-named constant is reported where it is written
+            and isinstance(constant, str)
+            and len(constant) >= 16
+        ):
+            yield value, "a key held in a constant"
