@@ -1,0 +1,202 @@
+"""Drivers with one lie each, built on the real local driver, so the suite is seen to fail.
+
+Each class changes one thing about :class:`LocalDriver` and keeps everything else. The suite
+must fail each one on exactly the capability it lies about, and pass the honest ones.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from mainsdk_memory import MemoryConflictError, StoreError
+from mainsdk_memory.drivers import EraseResult, Filter, StoredRow
+from mainsdk_memory.drivers.local import LocalDriver
+
+
+class SoftDeletingDriver(LocalDriver):
+    """Lie: declares hard erase, but erase() moves the memory's file aside and hides it."""
+
+    name = "soft-deleting"
+    MODE = "hard"
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Hide the memory: move its file into ``.trash/``, where reads never look."""
+        folder = self._subject_dir(tenant, app, subject)
+        with self._writing(folder):
+            rows = self._read_file(folder, memory_id)
+            if rows:
+                trash = folder / ".trash"
+                trash.mkdir(exist_ok=True)
+                os.replace(folder / f"{memory_id}.json", trash / f"{memory_id}.json")
+            self._log_change(folder, memory_id)
+        return EraseResult(memory_id, tuple(row.version for row in rows), self.MODE)
+
+
+class HonestSoftEraseDriver(SoftDeletingDriver):
+    """No lie: soft-deletes like :class:`SoftDeletingDriver` and declares erase='soft'."""
+
+    name = "soft-erase"
+    MODE = "soft"
+    capabilities = replace(LocalDriver.capabilities, erase="soft")
+
+    @classmethod
+    def from_url(cls, url: str) -> HonestSoftEraseDriver:
+        """Open ``softlocal:PATH`` (registered as an entry point by the policy tests)."""
+        return cls(url.partition(":")[2])
+
+
+class OverwritingDriver(LocalDriver):
+    """Lie: declares time travel, but a revision overwrites the version it closes."""
+
+    name = "overwriting"
+
+    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
+        """Store a new memory, or replace the current version with the next (no history)."""
+        if closes is None:
+            super().put(row)
+            return
+        folder = self._subject_dir(row.tenant, row.app, row.subject)
+        with self._writing(folder):
+            rows = self._read_file(folder, row.memory_id)
+            if not rows or rows[-1].version != closes or rows[-1].valid_to is not None:
+                raise MemoryConflictError
+            self._write_file(folder, row.memory_id, [row])
+            self._log_change(folder, row.memory_id)
+
+
+class TenantLeakingDriver(LocalDriver):
+    """Lie: list() and search() ignore the tenant (they read the app and subject everywhere)."""
+
+    name = "tenant-leaking"
+
+    def _candidates(self, where: Filter) -> list[StoredRow]:
+        tenants = [p.name for p in self.root.iterdir() if p.is_dir()] if self.root.exists() else []
+        found: list[StoredRow] = []
+        for tenant in tenants:
+            found += super()._candidates(replace(where, tenant=tenant))
+        return found
+
+
+class SessionLeakingDriver(LocalDriver):
+    """Lie: list() and search() show every session's session-only and quarantined rows."""
+
+    name = "session-leaking"
+
+    def _candidates(self, where: Filter) -> list[StoredRow]:
+        found: list[StoredRow] = []
+        for subject in where.subjects:
+            for versions in self._rows(where.tenant, where.app, subject).values():
+                for row in versions:
+                    if replace(where, session=row.session).matches(row) or where.matches(row):
+                        found.append(row)
+        return found
+
+
+class UnsortedScoresDriver(LocalDriver):
+    """Lie: search() returns the right hits with the right scores, in reverse order."""
+
+    name = "unsorted-scores"
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> list[tuple[StoredRow, float]]:
+        """The reference ranking, reversed."""
+        return list(reversed(super().search(where, query, top_k=top_k)))
+
+
+class OutOfRangeScoresDriver(LocalDriver):
+    """Lie: search() ranks right, but returns raw, unnormalized scores (above 1)."""
+
+    name = "out-of-range-scores"
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> list[tuple[StoredRow, float]]:
+        """The reference ranking, with every score scaled by the number of query terms + 1."""
+        return [
+            (row, score * (len(query) + 1.5))
+            for row, score in super().search(where, query, top_k=top_k)
+        ]
+
+
+class HiddenStorageDriver(LocalDriver):
+    """Lie: raw_dump() shows nothing, so no claim about erasure can be checked."""
+
+    name = "hidden-storage"
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """Nothing."""
+        return iter(())
+
+
+class LostUpdateDriver(LocalDriver):
+    """Lie: declares concurrent writers, but takes no lock, so racing revisions both win."""
+
+    name = "lost-update"
+
+    def _writing(self, folder: Path):  # type: ignore[no-untyped-def]
+        return _Unlocked(self, folder)
+
+    def _write_file(self, folder: Path, memory_id: str, rows: Sequence[StoredRow]) -> None:
+        time.sleep(0.002)  # widen the read-check-write window, so the race shows every run
+        super()._write_file(folder, memory_id, rows)
+
+
+class _Unlocked:
+    """A no-op stand-in for the local driver's flock: creates the folder, locks nothing."""
+
+    def __init__(self, driver: LocalDriver, folder: Path) -> None:
+        self.driver, self.folder = driver, folder
+
+    def __enter__(self) -> None:
+        self.driver._ensure_store()
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+class NoSearchDriver(LocalDriver):
+    """No lie: declares neither text search nor time travel (and is not asked for them)."""
+
+    name = "no-search"
+    capabilities = replace(LocalDriver.capabilities, text_search=False, time_travel=False)
+
+
+class NoTimeTravelDriver(LocalDriver):
+    """No lie: declares text search but not time travel."""
+
+    name = "no-time-travel"
+    capabilities = replace(LocalDriver.capabilities, time_travel=False)
+
+
+class BadRegionsDriver(LocalDriver):
+    """Lie: declares a region that is not a region name."""
+
+    name = "bad-regions"
+    capabilities = replace(LocalDriver.capabilities, regions=("EU West",))
+
+
+class VectorClaimDriver(LocalDriver):
+    """Lie: declares vectors, which the protocol has no methods for."""
+
+    name = "vector-claim"
+    capabilities = replace(LocalDriver.capabilities, vectors=True)
+
+
+class RaisingFactoryError(StoreError):
+    """What the broken factory raises."""
+
+
+def broken_factory(folder: Path) -> LocalDriver:
+    """A factory that cannot open a store."""
+    raise RaisingFactoryError("no store here")
+
+
+def no_driver_factory(folder: Path) -> object:
+    """A factory that returns something that is not a driver."""
+    return {"folder": str(folder)}

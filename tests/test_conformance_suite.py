@@ -1,0 +1,203 @@
+"""The conformance suite passes honest drivers and fails each lying one on exactly its lie."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from mainsdk_memory.conformance import (
+    CAPABILITIES,
+    Report,
+    Status,
+    all_checks,
+    run_check,
+    run_suite,
+)
+from mainsdk_memory.conformance._checks_erase import _blob_needles, _find, _haystacks
+from mainsdk_memory.drivers.local import LocalDriver
+from tests import conformance_broken_drivers as broken
+
+REQUIRED = {"protocol", "round_trip", "versions", "filters", "isolation", "pagination",
+            "raw_storage", "erase"}  # fmt: skip
+
+
+def _statuses(report: Report) -> dict[str, Status]:
+    return {result.name: result.status for result in report.capabilities}
+
+
+# Each liar, the one capability it lies about, and words its reason must contain.
+LIARS = [
+    pytest.param(broken.SoftDeletingDriver, "erase",
+                 ["declared 'hard'", "sealed blob", "still in raw storage", ".trash"],
+                 id="declares-hard-erase-but-soft-deletes"),
+    pytest.param(broken.OverwritingDriver, "time_travel",
+                 ["time_travel is declared", "overwritten"],
+                 id="declares-time-travel-but-overwrites"),
+    pytest.param(broken.TenantLeakingDriver, "isolation",
+                 ["returned", "of tenant", "leak across tenants"],
+                 id="leaks-rows-to-another-tenant"),
+    pytest.param(broken.SessionLeakingDriver, "isolation",
+                 ["in session", "leak across sessions"],
+                 id="leaks-session-only-rows"),
+    pytest.param(broken.UnsortedScoresDriver, "text_search", ["unsorted"],
+                 id="returns-unsorted-scores"),
+    pytest.param(broken.OutOfRangeScoresDriver, "text_search", ["score", "outside [0, 1]"],
+                 id="returns-out-of-range-scores"),
+    pytest.param(broken.LostUpdateDriver, "concurrent_writers",
+                 ["concurrent_writers is declared", "both succeeded", "lost"],
+                 id="declares-concurrent-writers-but-loses-updates"),
+    pytest.param(broken.BadRegionsDriver, "regions", ["'EU West'", "not a region name"],
+                 id="declares-a-malformed-region"),
+    pytest.param(broken.VectorClaimDriver, "vectors", ["vectors is declared", "no vectors"],
+                 id="declares-vectors-without-protocol-methods"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("driver", "lie", "words"), LIARS)
+def test_a_lying_driver_fails_exactly_the_capability_it_lies_about(
+    driver: type[LocalDriver], lie: str, words: list[str]
+) -> None:
+    report = run_suite(driver)
+    assert not report.passed
+    assert [result.name for result in report.failed] == [lie], report.summary()
+    reason = report[lie].reason
+    for word in words:
+        assert word in reason, reason
+    # Everything else it declares still holds: the suite blames only the lie.
+    for result in report.capabilities:
+        if result.name != lie and result.status is not Status.NOT_DECLARED:
+            assert result.status is Status.PASSED, result
+
+
+def test_a_driver_that_hides_its_storage_fails_raw_storage_and_cannot_prove_hard_erase() -> None:
+    report = run_suite(broken.HiddenStorageDriver)
+    assert {result.name for result in report.failed} == {"raw_storage", "erase"}
+    assert "raw_dump() is empty after writes" in report["raw_storage"].reason
+    assert "cannot be verified" in report["erase"].reason
+    assert "a memory that was not erased" in report["erase"].reason
+
+
+def test_the_local_driver_passes_every_declared_capability() -> None:
+    report = run_suite(LocalDriver)
+    assert report.passed, report.summary()
+    assert report.driver == "local"
+    statuses = _statuses(report)
+    for name in REQUIRED | {"text_search", "time_travel", "concurrent_writers"}:
+        assert statuses[name] is Status.PASSED, name
+    for name in ("vectors", "relations", "extraction", "regions"):
+        assert statuses[name] is Status.NOT_DECLARED, name
+    erase = report["erase"]
+    assert {check.check: check.status for check in erase.checks} == {
+        "erase.removes_every_version": Status.PASSED,
+        "erase.no_bytes_left": Status.PASSED,
+    }
+    assert erase.declared == "'hard'"
+
+
+def test_an_honest_soft_erase_driver_passes_without_the_raw_storage_erase_check() -> None:
+    report = run_suite(broken.HonestSoftEraseDriver)
+    assert report.passed, report.summary()
+    erase = report["erase"]
+    assert erase.status is Status.PASSED and erase.declared == "'soft'"
+    statuses = {check.check: check.status for check in erase.checks}
+    assert statuses["erase.removes_every_version"] is Status.PASSED
+    assert statuses["erase.no_bytes_left"] is Status.NOT_DECLARED
+
+
+def test_undeclared_capabilities_are_reported_not_declared_and_their_checks_not_run() -> None:
+    report = run_suite(broken.NoSearchDriver)
+    assert report.passed, report.summary()
+    statuses = _statuses(report)
+    assert statuses["text_search"] is Status.NOT_DECLARED
+    assert statuses["time_travel"] is Status.NOT_DECLARED
+    assert report["text_search"].declared == "False"
+    for name in ("text_search", "time_travel"):
+        assert report[name].checks
+        assert all(check.status is Status.NOT_DECLARED for check in report[name].checks)
+    # A check of a declared capability that needs an undeclared one is not run either.
+    round_trip = {check.check: check.status for check in report["round_trip"].checks}
+    assert round_trip["round_trip.search_returns_stored_rows"] is Status.NOT_DECLARED
+    assert round_trip["round_trip.every_field"] is Status.PASSED
+
+
+def test_search_without_time_travel_runs_search_checks_only() -> None:
+    report = run_suite(broken.NoTimeTravelDriver)
+    assert report.passed, report.summary()
+    assert _statuses(report)["text_search"] is Status.PASSED
+    assert _statuses(report)["time_travel"] is Status.NOT_DECLARED
+
+
+def test_a_factory_that_raises_fails_every_capability_with_its_error() -> None:
+    report = run_suite(broken.broken_factory)
+    assert not report.passed
+    assert {result.status for result in report.capabilities} == {Status.FAILED}
+    assert "the factory raised RaisingFactoryError" in report["protocol"].reason
+
+
+def test_a_factory_that_returns_no_driver_fails_with_that_reason() -> None:
+    report = run_suite(broken.no_driver_factory)
+    assert not report.passed
+    assert "did not return a Driver" in report["protocol"].reason
+
+
+def test_a_single_check_reproduces_from_its_seed(tmp_path: Path) -> None:
+    check = next(c for c in all_checks() if c.id == "text_search.matches_reference")
+    first = run_check(check, broken.OutOfRangeScoresDriver, tmp_path / "a", seed=7)
+    again = run_check(check, broken.OutOfRangeScoresDriver, tmp_path / "b", seed=7)
+    assert first.status is again.status is Status.FAILED
+    assert first.reason == again.reason
+    assert "outside [0, 1]" in first.reason
+    passed = run_check(check, LocalDriver, tmp_path / "c", seed=7)
+    assert passed.status is Status.PASSED and "hits compared" in passed.reason
+
+
+def test_checks_cover_every_capability_and_describe_themselves() -> None:
+    checks = all_checks()
+    assert len({check.id for check in checks}) == len(checks)
+    assert {check.capability for check in checks} == {c.name for c in CAPABILITIES}
+    for check in checks:
+        assert check.description.endswith("."), check.id
+
+
+def test_the_report_reads_as_json_and_as_a_table() -> None:
+    report = run_suite(broken.UnsortedScoresDriver)
+    data = json.loads(report.to_json_text())
+    assert data["passed"] is False and data["driver"] == "unsorted-scores"
+    by_name = {item["name"]: item for item in data["capabilities"]}
+    assert by_name["text_search"]["status"] == "failed"
+    assert by_name["vectors"]["status"] == "not declared"
+    assert by_name["isolation"]["status"] == "passed"
+    failed_checks = [c for c in by_name["text_search"]["checks"] if c["status"] == "failed"]
+    assert failed_checks and all("unsorted" in c["reason"] for c in failed_checks)
+    table = report.summary()
+    assert "FAILED: 1 of 11 declared capabilities do not hold: text_search." in table
+    assert "text_search.matches_reference: search() for" in table
+
+
+@pytest.mark.parametrize("shift", [0, 1, 2, 5])
+@pytest.mark.parametrize("form", ["raw", "hex", "HEX", "base64", "base64url", "wrapped"])
+def test_the_raw_check_finds_a_blob_in_any_form_at_any_alignment(form: str, shift: int) -> None:
+    blob = bytes(range(7, 250)) + b"\x00\xff" * 20
+    padded = b"\x01" * shift + blob + b"\x02" * 3
+    stored = {
+        "raw": padded,
+        "hex": padded.hex().encode(),
+        "HEX": padded.hex().upper().encode(),
+        "base64": base64.b64encode(padded),
+        "base64url": base64.urlsafe_b64encode(padded),
+        "wrapped": base64.encodebytes(padded),  # 76-character lines
+    }[form]
+    haystacks = _haystacks([("noise", b"x" * 500), ("row 7", b'{"a": "' + stored + b'"}')])
+    found = {_find(needle, haystacks) for needle in _blob_needles(blob, "blob")}
+    assert "row 7" in found
+    other = bytes((i * 91 + 13) % 256 for i in range(200))
+    assert {_find(needle, haystacks) for needle in _blob_needles(other, "blob")} == {None}
+
+
+def test_the_raw_check_finds_a_blob_split_across_pages() -> None:
+    blob = bytes((i * 37) % 256 for i in range(300))
+    pages = [("page 1", b"\x00" * 8 + blob[:150]), ("page 2", b"\x09" * 4 + blob[150:])]
+    assert any(_find(needle, _haystacks(pages)) for needle in _blob_needles(blob, "blob"))
