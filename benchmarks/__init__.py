@@ -1,0 +1,1 @@
+"""Benchmarks of mainsdk-memory, run by hand (``python -m benchmarks.NAME``); not tests."""
