@@ -714,7 +714,10 @@ class Analysis:
     def _expr(self, node: ast.expr) -> Value:
         if isinstance(node, ast.Name):
             value = self._lookup(node.id)
-            if value.kinds and isinstance(node.ctx, ast.Load):
+            if value is EMPTY and node.id in self.aliases:
+                if self.qualname(node) in known.LOGGER_OBJECTS:
+                    value = Value(kinds=frozenset({LOGGER}))
+            elif value.kinds and isinstance(node.ctx, ast.Load):
                 for kind in value.kinds:
                     if kind.startswith(_DEF):
                         self.references.add(

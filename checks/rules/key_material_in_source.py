@@ -51,6 +51,30 @@ def _target_name(target: ast.expr) -> str | None:
     return None
 
 
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _string_constants(nodes: list[ast.AST]) -> dict[str, str]:
+    """Names assigned exactly one string literal anywhere in the module (no engine needed)."""
+    found: dict[str, str | None] = {}
+    for node in nodes:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            name = node.targets[0].id
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            text = value if isinstance(value, str) else None
+            found[name] = text if name not in found or found[name] == text else None
+    return {name: text for name, text in found.items() if text is not None}
+
+
 def _decoded_length(text: str) -> int | None:
     """The byte length of a hex or base64 string that looks random, else ``None``."""
     text = text.strip()
@@ -137,6 +161,7 @@ class KeyMaterialInSource(Rule):
         if not _QUICK.search(module.source):
             return
         seen: set[tuple[int, int]] = set()
+        constants: dict[str, str] | None = None
         for node in module.nodes():
             found: list[tuple[ast.AST, str]] = []
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -157,10 +182,12 @@ class KeyMaterialInSource(Rule):
                 last = node.func.attr if isinstance(node.func, ast.Attribute) else (
                     node.func.id if isinstance(node.func, ast.Name) else ""
                 )
-                if (last in _KEY_CONSUMERS or module.qualname(node.func) in _KEY_FUNCTIONS) and (
+                if (last in _KEY_CONSUMERS or _dotted(node.func) in _KEY_FUNCTIONS) and (
                     node.args
                 ):
-                    found.extend(self._consumed_key(node.args[0], module))
+                    if constants is None:
+                        constants = _string_constants(module.nodes())
+                    found.extend(self._consumed_key(node.args[0], constants))
             for where, what in found:
                 position = (getattr(where, "lineno", 0), getattr(where, "col_offset", 0))
                 if position not in seen:
@@ -173,7 +200,9 @@ class KeyMaterialInSource(Rule):
                     )
 
     @staticmethod
-    def _literal(node: ast.expr) -> ast.Constant | None:
+    def _unwrap(node: ast.expr) -> ast.expr | None:
+        """What a chain of decoders (``b64decode(...)``, ``fromhex(...)``, ``.encode()``)
+        starts from, or ``None`` if a call in it is not a decoder."""
         while isinstance(node, ast.Call):
             func = node.func
             last = func.attr if isinstance(func, ast.Attribute) else (
@@ -187,7 +216,12 @@ class KeyMaterialInSource(Rule):
                 node = node.args[0]
             else:
                 return None
-        return node if isinstance(node, ast.Constant) else None
+        return node
+
+    @classmethod
+    def _literal(cls, node: ast.expr) -> ast.Constant | None:
+        inner = cls._unwrap(node)
+        return inner if isinstance(inner, ast.Constant) else None
 
     def _named_key(self, value: ast.expr) -> Iterator[tuple[ast.AST, str]]:
         literal = self._literal(value)
@@ -200,23 +234,21 @@ class KeyMaterialInSource(Rule):
             if length in _KEY_LENGTHS:
                 yield literal, f"a {length}-byte key"
 
-    def _consumed_key(self, value: ast.expr, module: Module) -> Iterator[tuple[ast.AST, str]]:
+    def _consumed_key(
+        self, value: ast.expr, constants: dict[str, str]
+    ) -> Iterator[tuple[ast.AST, str]]:
         literal = self._literal(value)
         if literal is not None and isinstance(literal.value, str | bytes) and len(
             literal.value
         ) >= 16:
             yield literal, "a key literal"
             return
-        if isinstance(value, ast.Call):
-            inner = value
-            while isinstance(inner, ast.Call) and inner.args:
-                inner = inner.args[0]  # type: ignore[assignment]
-            value = inner
-        constant = module.analysis.constant(value)
+        inner = self._unwrap(value)
+        if inner is None:
+            return
         if (
-            isinstance(value, ast.Name)
-            and not _key_name(value.id)  # a key-named constant is reported where it is written
-            and isinstance(constant, str)
-            and len(constant) >= 16
+            isinstance(inner, ast.Name)
+            and not _key_name(inner.id)  # a key-named constant is reported where it is written
+            and len(constants.get(inner.id, "")) >= 16
         ):
-            yield value, "a key held in a constant"
+            yield inner, "a key held in a constant"

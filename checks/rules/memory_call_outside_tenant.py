@@ -99,6 +99,7 @@ class MemoryCallOutsideTenant(Rule):
         """Find memory calls outside tenants, then which functions can run without one."""
         analysis = module.analysis
         calls: list[tuple[ast.Call, str, str]] = []
+        flagged: set[int] = set()
         for call in module.calls():
             func = call.func
             if not isinstance(func, ast.Attribute):
@@ -110,10 +111,14 @@ class MemoryCallOutsideTenant(Rule):
                 scope, in_tenant = analysis.call_scopes.get(id(call), (MODULE_SCOPE, True))
                 if not in_tenant:
                     calls.append((call, func.attr, scope))
+                    flagged.add(id(call))
         if not calls:
             return
         reached = self._reached(analysis.references)
         for call, method, scope in calls:
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if id(receiver) in flagged:
+                continue  # memory.acting_for(...).recall(...): one report, on acting_for
             if scope == MODULE_SCOPE:
                 context = "at module level"
             elif scope in reached:
