@@ -371,23 +371,29 @@ class LocalDriver:
     def _control_dir(self, tenant: str, app: str) -> Path:
         return self.root / tenant / app / "_control"
 
+    def _control_path(self, tenant: str, app: str, key: str) -> Path:
+        # Hex makes any key a safe file name; a long key is split into folders of 200 hex
+        # digits, as a file name may not exceed 255 bytes and keys go up to 200 characters.
+        name = key.encode("utf-8").hex()
+        parts = [name[i : i + 200] for i in range(0, len(name), 200)] or [""]
+        return self._control_dir(tenant, app).joinpath(*parts[:-1], parts[-1] + ".bin")
+
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
         """Replace (or delete) one control record file, atomically."""
-        folder = self._control_dir(tenant, app)
-        path = folder / f"{key.encode('utf-8').hex()}.bin"
+        path = self._control_path(tenant, app, key)
         try:
             if value is None:
                 remove_durably(path)
                 return
             self._ensure_store()
-            make_private_dir(folder)
+            make_private_dir(path.parent)
             write_private(path, value)
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
 
     def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
         """Read one control record."""
-        path = self._control_dir(tenant, app) / f"{key.encode('utf-8').hex()}.bin"
+        path = self._control_path(tenant, app, key)
         try:
             return path.read_bytes()
         except FileNotFoundError:
@@ -399,18 +405,16 @@ class LocalDriver:
         """Every control record under ``prefix``, sorted by key."""
         folder = self._control_dir(tenant, app)
         found: list[tuple[str, bytes]] = []
-        try:
-            names = os.listdir(folder)
-        except FileNotFoundError:
-            return []
-        for name in names:
-            if not name.endswith(".bin") or name.startswith("."):
-                continue
-            key = bytes.fromhex(name[: -len(".bin")]).decode("utf-8")
-            if key.startswith(prefix):
-                value = self.control_get(tenant, app, key)
-                if value is not None:
-                    found.append((key, value))
+        for current, _dirs, names in os.walk(folder):
+            head = "".join(Path(current).relative_to(folder).parts)  # a long key's folders
+            for name in names:
+                if not name.endswith(".bin") or name.startswith("."):
+                    continue
+                key = bytes.fromhex(head + name[: -len(".bin")]).decode("utf-8")
+                if key.startswith(prefix):
+                    value = self.control_get(tenant, app, key)
+                    if value is not None:
+                        found.append((key, value))
         return sorted(found)
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
