@@ -109,6 +109,9 @@ class Filter:
     """Only rows whose ``agent`` is this one (an agent with ``read: "own"``)."""
     any_session: bool = False
     """Lift the session rules (the person's own view of everything held about them)."""
+    retention: tuple[tuple[str, datetime], ...] = ()
+    """``(label, cutoff)`` pairs: a row carrying ``label`` whose memory was created before
+    ``cutoff`` has outlived its retention and is not returned, even before a sweep erases it."""
 
     def visible(self, row: StoredRow) -> bool:
         """Whether ``row`` is in scope, ignoring time.
@@ -127,6 +130,10 @@ class Filter:
             and (not row.session_only or same_session)
             and (row.trust != QUARANTINED_TRUST or same_session)
             and (self.written_by is None or row.agent == self.written_by)
+            and not any(
+                label in row.labels and row.created_at < cutoff
+                for label, cutoff in self.retention
+            )
             and (self.kinds is None or row.kind in self.kinds)
             and (self.pinned is None or row.pinned == self.pinned)
         )
@@ -256,6 +263,14 @@ class Driver(Protocol):
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Remove every version and index entry of the memory; return once it is durable."""
+        ...
+
+    def expired(
+        self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
+    ) -> list[tuple[str, str]]:
+        """``(subject, memory_id)`` of every memory in tenant and app, any subject, that
+        carries a label of ``retention`` and was created before that label's cutoff (what a
+        retention sweep erases), sorted."""
         ...
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:

@@ -15,7 +15,9 @@ of overwritten, and forgotten with a signed receipt::
 from mainsdk_memory import audit, injection, receipts, tenant
 from mainsdk_memory._errors import (
     AgentDisabledError,
+    BundleError,
     ConfigurationError,
+    ConsentRequiredError,
     ErasePolicyError,
     InvalidInputError,
     KeyStoreError,
@@ -54,8 +56,10 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentDisabledError",
     "AgentLimits",
+    "BundleError",
     "Capabilities",
     "ConfigurationError",
+    "ConsentRequiredError",
     "ErasePolicyError",
     "ForgetRequest",
     "Hit",

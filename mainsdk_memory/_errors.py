@@ -10,8 +10,10 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── NoTenantError                 no tenant.use(...) around the call
     │   └── TenantMismatchError       a handle used under another tenant than it was made in
     ├── InvalidInputError             bad argument; nothing was changed (also a ValueError)
+    │   └── BundleError               a procedures bundle is refused (kind, label, signature)
     ├── ScopeError                    the call reaches outside the caller's scope
-    │   └── AgentDisabledError        the agent's kill switch is on
+    │   ├── AgentDisabledError        the agent's kill switch is on
+    │   └── ConsentRequiredError      a child's guardian has not consented yet
     ├── LimitExceededError            an agent's write rate or memory count limit is reached
     ├── MemoryInjectionError          the injection check refused a write
     ├── MemoryNotFound                unknown id (another tenant's or person's id looks the same)
@@ -30,7 +32,9 @@ from __future__ import annotations
 
 __all__ = [
     "AgentDisabledError",
+    "BundleError",
     "ConfigurationError",
+    "ConsentRequiredError",
     "ErasePolicyError",
     "InvalidInputError",
     "KeyStoreError",
@@ -93,6 +97,16 @@ class InvalidInputError(MemorySDKError, ValueError):
     default_message = "An argument was rejected; nothing was changed."
 
 
+class BundleError(InvalidInputError):
+    """A procedures bundle was refused: another kind or label, another tenant, a bad signature."""
+
+    code = "MAIN-MEM-E015"
+    default_message = (
+        "The bundle was refused; nothing was imported. Bundles carry only procedures labelled "
+        "'none' of this tenant, signed by a key you trust."
+    )
+
+
 class ScopeError(MemorySDKError):
     """The call would reach outside the scope of the handle (another person, another session)."""
 
@@ -107,6 +121,16 @@ class AgentDisabledError(ScopeError):
     default_message = (
         "This agent is disabled by its kill switch; it can neither read nor write. "
         "An administrator re-enables it with memory.revive(agent)."
+    )
+
+
+class ConsentRequiredError(ScopeError):
+    """The person is a child under a guardian policy and no guardian consent is recorded."""
+
+    code = "MAIN-MEM-E014"
+    default_message = (
+        "This person is a child: nothing is remembered before a guardian's consent is "
+        "recorded with memory.privacy.record_consent(person, guardian=...)."
     )
 
 

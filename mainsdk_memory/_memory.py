@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from mainsdk_memory import _validate as check
+from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._control import ControlStore
 from mainsdk_memory._errors import (
@@ -35,12 +37,13 @@ from mainsdk_memory._errors import (
     SealError,
     StoreError,
 )
+from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory.audit import AuditEvent, AuditSink, LoggingSink
 from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver
 from mainsdk_memory.drivers import open_driver as _open_driver
-from mainsdk_memory.injection import DEFAULT_DETECTOR, Detector
+from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
 from mainsdk_memory.keys import KeyStore, SubjectKeys
 
 __all__ = ["Memory"]
@@ -71,6 +74,26 @@ def _outcome_of(error: MemorySDKError) -> str:
     return "refused"
 
 
+def _strip_models(detector: Detector) -> Detector | None:
+    if isinstance(detector, AnyOf):
+        kept = [part for part in map(_strip_models, detector.detectors) if part is not None]
+        if not kept:
+            return None
+        return kept[0] if len(kept) == 1 else AnyOf(*kept)
+    if isinstance(detector, RuleDetector) or getattr(detector, "uses_model", True) is False:
+        return detector
+    return None  # a classifier, or a detector of unknown make: it may call a model
+
+
+def _model_free(detector: Detector) -> Detector:
+    """``detector`` without any part that may call a model (for children's memories).
+
+    Rule detectors stay; classifiers go; a detector of unknown make counts as a model unless
+    it says ``uses_model = False``; when nothing is left, the default rule detector runs.
+    """
+    return _strip_models(detector) or DEFAULT_DETECTOR
+
+
 class Memory:
     """A memory store for one app, sealed with one project key store.
 
@@ -90,6 +113,7 @@ class Memory:
         detector: Detector | None = None,
         audit: AuditSink | None = None,
         limits: AgentLimits | None = None,
+        retention: Mapping[str, timedelta] | None = None,
         max_text_chars: int = check.MAX_TEXT_CHARS,
     ) -> None:
         self._driver = driver
@@ -112,7 +136,18 @@ class Memory:
         if limits is not None and not isinstance(limits, AgentLimits):
             raise ConfigurationError("limits must be an AgentLimits.")
         self._default_limits = limits or AgentLimits()
+        self.retention: dict[str, timedelta] = {}
+        for label, lifetime in (retention or {}).items():
+            check.labels([label])
+            if not isinstance(lifetime, timedelta) or lifetime <= timedelta(0):
+                raise ConfigurationError("Each retention is a positive timedelta, per label.")
+            self.retention[label] = lifetime
+        child_cap = self.retention.get(check.CHILD_LABEL, check.CHILD_RETENTION)
+        self.retention[check.CHILD_LABEL] = min(child_cap, check.CHILD_RETENTION)
+        self._child_detector = _model_free(self.detector)
         self._control = ControlStore(driver, keystore, self.app)
+        self.privacy = Privacy(self)
+        """Erase, export, children, the receipts log and procedures: :class:`Privacy`."""
         self._writes: dict[tuple[str, str], deque[datetime]] = {}
         self._writes_lock = threading.Lock()
 
@@ -129,6 +164,7 @@ class Memory:
         detector: Detector | None = None,
         audit: AuditSink | None = None,
         limits: AgentLimits | None = None,
+        retention: Mapping[str, timedelta] | None = None,
     ) -> Memory:
         """Open the store at ``url`` (``local:PATH``, …) sealed with the key store at ``keys``.
 
@@ -139,7 +175,10 @@ class Memory:
         can only soft-delete is refused (MAIN-MEM-0020) unless that is exactly ``["none"]``.
         ``detector`` replaces the injection check (default: :data:`DEFAULT_DETECTOR`);
         ``audit`` receives one event per call (default: the ``mainsdk_memory.audit`` logger);
-        ``limits`` are the default limits of every agent.
+        ``limits`` are the default limits of every agent. ``retention`` caps the lifetime of
+        memories per label (``{"personal": timedelta(days=365)}``): an expired memory is never
+        returned, and :meth:`enforce_retention` erases it; memories about a child are capped
+        at 90 days whatever the configuration.
         """
         app = check.name(app, "app")
         keystore = KeyStore.open(keys)
@@ -165,6 +204,7 @@ class Memory:
                 detector=detector,
                 audit=audit,
                 limits=limits,
+                retention=retention,
             )
         except BaseException:
             driver.close()
@@ -285,6 +325,59 @@ class Memory:
         """Whether ``agent``'s kill switch is on in the current tenant."""
         tenant_id = _tenant.current()
         return self._control.get(tenant_id, f"kill/{check.name(agent, 'agent')}") is not None
+
+    # -- retention ----------------------------------------------------------------------
+
+    def _retention_cutoffs(self) -> tuple[tuple[str, datetime], ...]:
+        now = self._now()
+        return tuple(sorted((label, now - life) for label, life in self.retention.items()))
+
+    def enforce_retention(self) -> list[_receipts.Receipt]:
+        """Erase every memory of the current tenant and app that outlived its retention.
+
+        One receipt per erased memory (op ``retention``), also kept in the receipts log.
+        Expired memories are hidden from every read already; this removes their bytes.
+        """
+        tenant_id = _tenant.current()
+        with self._audited(tenant_id, "retention", actor="app") as note:
+            cutoffs = self._retention_cutoffs()
+            issued = []
+            for subject, memory_id in self._driver.expired(tenant_id, self.app, cutoffs):
+                rows = self._driver.versions(tenant_id, self.app, (subject,), memory_id)
+                if not rows:
+                    continue
+                label = next(
+                    label
+                    for label, cutoff in cutoffs
+                    if label in rows[-1].labels and rows[-1].created_at < cutoff
+                )
+                result = self._driver.erase(tenant_id, self.app, subject, memory_id)
+                receipt = _receipts.issue(
+                    {
+                        "op": "retention",
+                        "tenant": tenant_id,
+                        "app": self.app,
+                        "subject": subject,
+                        "memory_id": memory_id,
+                        "label": label,
+                        "version_ids": [f"{memory_id}.v{v}" for v in result.versions],
+                        "driver": self._driver.name,
+                        "erase": result.mode,
+                    },
+                    self._keys.signing_key,
+                    now=self._now(),
+                )
+                self._log_receipt(tenant_id, receipt)
+                note.memory_ids.append(memory_id)
+                issued.append(receipt)
+            note.count = len(issued)
+            return issued
+
+    def _log_receipt(self, tenant_id: str, receipt: _receipts.Receipt) -> None:
+        """Append ``receipt`` to the tenant's receipts log (ids only, never rewritten)."""
+        # Wall-clock nanoseconds order the log even when receipts share a second.
+        key = f"receipt/{time.time_ns():020d}-{receipt.id}"
+        self._control.put(tenant_id, key, {"token": receipt.token, "claims": dict(receipt.claims)})
 
     # -- used by the handles --------------------------------------------------------------
 

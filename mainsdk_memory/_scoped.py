@@ -23,6 +23,7 @@ from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._context import ContextEntry, render_context
 from mainsdk_memory._errors import (
     AgentDisabledError,
+    ConsentRequiredError,
     InvalidInputError,
     LimitExceededError,
     MemoryCapabilityError,
@@ -139,6 +140,7 @@ class _Handle:
             pinned=pinned,
             written_by=self._allowed(tenant_id),
             any_session=self._is_person,
+            retention=self._memory._retention_cutoffs(),
         )
 
     def _about(self, about: str | None) -> str:
@@ -236,7 +238,10 @@ class _Handle:
         subject = self._subject_of(row)
         keys = self._memory._subject_keys(row.tenant, subject, create=False)
         if keys is None:
-            raise SealError
+            raise SealError(
+                "This memory's key does not exist: its person was erased (the key destroyed), "
+                "or this store does not belong to this key store. It cannot be opened."
+            )
         plain = keys.open(row.sealed, self._ad(row.tenant, subject, row.memory_id, row.version))
         try:
             payload = json.loads(plain)
@@ -311,8 +316,9 @@ class _Handle:
 
     # -- the walls on writes ----------------------------------------------------------------
 
-    def _check_injection(self, text: str) -> None:
-        findings = self._memory.detector.check(text)
+    def _check_injection(self, text: str, *, child: bool = False) -> None:
+        detector = self._memory._child_detector if child else self._memory.detector
+        findings = detector.check(text)
         if findings:
             raise MemoryInjectionError(tuple(sorted({finding.rule for finding in findings})))
 
@@ -341,7 +347,9 @@ class _Handle:
         """Leave out recalled memories the injection check flags, and audit each omission."""
         kept = []
         for record in records:
-            findings = self._memory.detector.check(record.text)
+            child = check.CHILD_LABEL in record.labels
+            detector = self._memory._child_detector if child else self._memory.detector
+            findings = detector.check(record.text)
             if not findings:
                 kept.append(record)
                 continue
@@ -409,7 +417,10 @@ class _Handle:
             if source.at is not None:
                 check.aware(source.at, "source.at")
             start = None if valid_from is None else check.aware(valid_from, "valid_from")
-            self._check_injection(text)
+            child = subject != TENANT_SUBJECT and self._is_child(tenant_id)
+            if child:
+                checked_labels = (*checked_labels, check.CHILD_LABEL)
+            self._check_injection(text, child=child)
             self._check_write(tenant_id, new_personal_memory=subject != TENANT_SUBJECT)
             now = self._memory._now()
             if data is not None:
@@ -439,6 +450,15 @@ class _Handle:
             note.memory_ids.append(row.memory_id)
             self._memory._driver.put(row)
             return self._open_row(row)
+
+    def _is_child(self, tenant_id: str) -> bool:
+        """Whether the person is a child; refuses a child's write before consent."""
+        policy = self._memory._control.get(tenant_id, f"child/{self._pseudonym(tenant_id)}")
+        if policy is None:
+            return False
+        if policy.get("consent") is None:
+            raise ConsentRequiredError
+        return True
 
     def _memory_labels(self, labels: tuple[str, ...]) -> tuple[str, ...]:
         allowed = self._memory.labels
@@ -485,7 +505,7 @@ class _Handle:
                 raise InvalidInputError(
                     "valid_from of a revision cannot be before the current version's valid_from."
                 )
-            self._check_injection(text)
+            self._check_injection(text, child=check.CHILD_LABEL in current.labels)
             self._check_write(tenant_id, new_personal_memory=False)
             now = self._memory._now()
             if start is None:
@@ -561,7 +581,9 @@ class _Handle:
         if request is not None:
             claims["request"] = request.id
             claims["approved_by"] = PERSON_AGENT
-        return _receipts.issue(claims, self._memory._keys.signing_key, now=self._memory._now())
+        receipt = _receipts.issue(claims, self._memory._keys.signing_key, now=self._memory._now())
+        self._memory._log_receipt(tenant_id, receipt)
+        return receipt
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import base64
 import os
 import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
@@ -22,6 +22,9 @@ MAX_TEXT_CHARS = 8_000
 MAX_TOP_K = 100
 MAX_PINNED_IN_CONTEXT = 20
 DEFAULT_LABELS = ("personal",)
+#: Memories about a child carry this label; its retention is capped at CHILD_RETENTION.
+CHILD_LABEL = "child"
+CHILD_RETENTION = timedelta(days=90)
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
 _LABEL = re.compile(r"[a-z][a-z0-9_-]{0,63}")

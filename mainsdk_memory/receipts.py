@@ -2,19 +2,22 @@
 
 A receipt is a compact JWS (RFC 7515) signed with the project's Ed25519 key (``alg: EdDSA``),
 header ``typ: memory-receipt+jwt`` and the signing key's ``kid``. Its claims hold ids only,
-never content::
+never content. Every receipt has::
 
     iss          "mainsdk-memory"
     jti          receipt id, "rcpt_…"
     iat          issue time (seconds since the epoch)
-    op           "forget"
-    tenant, app  where the memory lived
-    about        the person id the memory was about, or "tenant"
-    agent        the agent that asked for the erase
-    memory_id    the forgotten memory
+    op           "forget", "erase" (a whole person) or "retention" (a sweep)
+    tenant, app  where the memories lived
     version_ids  every version removed ("<memory id>.v<n>")
     driver       the storage driver that confirmed the erase
     erase        "hard" (every byte removed) or "soft"
+
+``forget`` adds ``about`` (the person id, or "tenant"), ``agent`` (who asked; ``@person`` for
+the person), ``memory_id``, and after an approval ``request`` and ``approved_by``.
+``erase`` adds ``about``, ``memory_ids`` and ``key``: ``"destroyed"`` (this erase destroyed the
+person's key) or ``"absent"`` (nothing was left: an earlier erase had finished).
+``retention`` adds ``subject`` (a pseudonym, or "tenant"), ``memory_id`` and ``label``.
 """
 
 from __future__ import annotations
@@ -37,8 +40,12 @@ __all__ = ["ISSUER", "TOKEN_TYPE", "Receipt", "verify"]
 
 ISSUER = "mainsdk-memory"
 TOKEN_TYPE = "memory-receipt+jwt"  # noqa: S105 - a JWS "typ", not a secret
-_REQUIRED = ("iss", "jti", "iat", "op", "tenant", "app", "about", "memory_id", "version_ids",
-             "driver", "erase")
+_COMMON = ("iss", "jti", "iat", "op", "tenant", "app", "version_ids", "driver", "erase")
+_BY_OP = {
+    "forget": ("about", "agent", "memory_id"),
+    "erase": ("about", "memory_ids", "key"),
+    "retention": ("subject", "memory_id", "label"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +64,21 @@ class Receipt:
         return str(self.claims["jti"])
 
     @property
+    def op(self) -> str:
+        """``"forget"``, ``"erase"`` or ``"retention"``."""
+        return str(self.claims["op"])
+
+    @property
     def memory_id(self) -> str:
-        """The forgotten memory's id."""
+        """The forgotten memory's id (``forget`` and ``retention`` receipts)."""
         return str(self.claims["memory_id"])
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        """Every memory the receipt covers."""
+        if "memory_ids" in self.claims:
+            return tuple(self.claims["memory_ids"])
+        return (str(self.claims["memory_id"]),)
 
     @property
     def version_ids(self) -> tuple[str, ...]:
@@ -76,7 +95,7 @@ def issue(claims: Mapping[str, Any], key: SigningKey, *, now: datetime) -> Recei
     """Sign a receipt for ``claims`` (ids only) with ``key`` at time ``now``."""
     body = {"iss": ISSUER, "jti": "rcpt_" + secrets.token_hex(12), "iat": int(now.timestamp())}
     body.update(claims)
-    missing = [name for name in _REQUIRED if name not in body]
+    missing = [name for name in (*_COMMON, *_BY_OP[str(body["op"])]) if name not in body]
     if missing:  # pragma: no cover - a programming error inside the SDK
         raise ValueError(f"receipt claims missing: {missing}")
     token = jwt.encode(
@@ -85,7 +104,8 @@ def issue(claims: Mapping[str, Any], key: SigningKey, *, now: datetime) -> Recei
     return Receipt(token=token, claims=body)
 
 
-def _public_key_for(key: object, kid: str | None) -> Ed25519PublicKey:
+def public_key_for(key: object, kid: str | None) -> Ed25519PublicKey:
+    """The Ed25519 key to check a token signed by ``kid`` (PEM, JWK Set or key object)."""
     if isinstance(key, Ed25519PublicKey):
         return key
     if isinstance(key, str | bytes):
@@ -132,14 +152,14 @@ def verify(token: str, public_key: object) -> Receipt:
         raise ReceiptError("This is not a receipt: its header cannot be read.") from exc
     if header.get("typ") != TOKEN_TYPE or header.get("alg") != "EdDSA":
         raise ReceiptError("This token is not a mainsdk-memory receipt (wrong type or algorithm).")
-    key = _public_key_for(public_key, header.get("kid"))
+    key = public_key_for(public_key, header.get("kid"))
     try:
         claims = jwt.decode(
             token.strip(),
             key,
             algorithms=["EdDSA"],
             issuer=ISSUER,
-            options={"require": list(_REQUIRED), "verify_exp": False},
+            options={"require": list(_COMMON), "verify_exp": False},
         )
     except jwt.InvalidSignatureError as exc:
         raise ReceiptError from exc
@@ -148,6 +168,11 @@ def verify(token: str, public_key: object) -> Receipt:
             "The receipt is signed but its claims are not those of a receipt; it was altered "
             "or is not a receipt."
         ) from exc
-    if claims["op"] != "forget" or claims["erase"] not in ("hard", "soft"):
-        raise ReceiptError("The receipt's claims are not those of a forget receipt.")
+    wanted = _BY_OP.get(claims["op"]) if isinstance(claims["op"], str) else None
+    if (
+        wanted is None
+        or any(name not in claims for name in wanted)
+        or claims["erase"] not in ("hard", "soft")
+    ):
+        raise ReceiptError("The receipt's claims are not those of a mainsdk-memory receipt.")
     return Receipt(token=token.strip(), claims=claims)

@@ -368,6 +368,24 @@ class LocalDriver:
         """BM25 over the blind terms of the matching rows (:func:`bm25_rank`)."""
         return bm25_rank(self._candidates(where), query, top_k)
 
+    def expired(
+        self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
+    ) -> list[tuple[str, str]]:
+        """Memories past a label's cutoff, in every subject folder of tenant and app."""
+        base = self.root / tenant / app
+        try:
+            subjects = [e.name for e in os.scandir(base) if e.is_dir() and e.name != "_control"]
+        except FileNotFoundError:
+            return []
+        found = set()
+        for subject in subjects:
+            for memory_id, versions in self._rows(tenant, app, subject).items():
+                row = versions[-1]
+                if any(label in row.labels and row.created_at < cutoff
+                       for label, cutoff in retention):
+                    found.add((subject, memory_id))
+        return sorted(found)
+
     def _control_dir(self, tenant: str, app: str) -> Path:
         return self.root / tenant / app / "_control"
 

@@ -1,0 +1,341 @@
+"""Privacy operations: erase a person provably, export, children, the receipts log, procedures.
+
+``memory.privacy`` is a :class:`Privacy` bound to one :class:`~mainsdk_memory.Memory`; every
+call works in the current tenant and app and emits one audit event.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import jwt
+
+from mainsdk_memory import _validate as check
+from mainsdk_memory import receipts as _receipts
+from mainsdk_memory import tenant as _tenant
+from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
+from mainsdk_memory._records import MemoryRecord, Source
+from mainsdk_memory._scoped import PersonMemory, ScopedMemory
+from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
+
+if TYPE_CHECKING:
+    from mainsdk_memory._memory import Memory
+
+__all__ = ["EXPORT_FORMAT", "Privacy"]
+
+EXPORT_FORMAT = "mainsdk-memory-export/1"
+BUNDLE_FORMAT = "mainsdk-memory-procedures/1"
+BUNDLE_TYPE = "memory-procedures+jwt"
+_PAGE = 200
+
+
+class Privacy:
+    """Erase, export, children and procedures for one memory store (``memory.privacy``)."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def _person(self, person_id: str) -> tuple[str, PersonMemory]:
+        tenant_id = _tenant.current()
+        return tenant_id, PersonMemory(self._memory, tenant_id, check.person(person_id), None, None)
+
+    def _rows_of(self, tenant_id: str, subject: str) -> Iterable[StoredRow]:
+        """Every current row of ``subject``: all agents, sessions, expired or not."""
+        where = Filter(
+            tenant=tenant_id, app=self._memory.app, subjects=(subject,), any_session=True
+        )
+        after: tuple[datetime, str] | None = None
+        while True:
+            rows = self._memory.driver.list(where, limit=_PAGE, after=after)
+            yield from rows
+            if len(rows) < _PAGE:
+                return
+            after = (rows[-1].created_at, rows[-1].memory_id)
+
+    def _log(self, tenant_id: str, receipt: _receipts.Receipt) -> None:
+        self._memory._log_receipt(tenant_id, receipt)
+
+    # -- erase ----------------------------------------------------------------------------
+
+    def erase(self, person_id: str) -> _receipts.Receipt:
+        """Erase everything about ``person_id`` here, then destroy their keys; one receipt.
+
+        Every memory about the person (every version and index entry, every agent, every
+        session), their pending forget requests and their guardian policy are removed through
+        the driver, which confirms each erase; then the person's secret (sealing and index
+        keys) is destroyed in the key store, so any copy of the store — a backup included —
+        can no longer be opened or searched for them. Safe to run again: an interrupted erase
+        finishes, and an erase with nothing left returns a receipt that says so.
+        """
+        tenant_id, person = self._person(person_id)
+        memory = self._memory
+        with memory._audited(tenant_id, "erase", actor="app", person=person.person) as note:
+            pseudonym = person._pseudonym(tenant_id)
+            memory_ids: list[str] = []
+            version_ids: list[str] = []
+            modes = {"hard"}
+            while True:
+                batch = list(self._rows_of(tenant_id, pseudonym))
+                if not batch:
+                    break
+                for row in batch:
+                    result = memory.driver.erase(tenant_id, memory.app, pseudonym, row.memory_id)
+                    memory_ids.append(row.memory_id)
+                    version_ids += [f"{row.memory_id}.v{v}" for v in result.versions]
+                    modes.add(result.mode)
+            for key, _ in memory._control.list(tenant_id, f"forget/{pseudonym}/"):
+                memory._control.put(tenant_id, key, None)
+            memory._control.put(tenant_id, f"child/{pseudonym}", None)
+            subject_name = f"person:{person.person}"
+            destroyed = memory._keys.destroy_subject(tenant_id, memory.app, subject_name)
+            note.memory_ids.extend(memory_ids)
+            note.count = len(memory_ids)
+            receipt = _receipts.issue(
+                {
+                    "op": "erase",
+                    "tenant": tenant_id,
+                    "app": memory.app,
+                    "about": person.person,
+                    "memory_ids": memory_ids,
+                    "version_ids": version_ids,
+                    "key": "destroyed" if destroyed else "absent",
+                    "driver": memory.driver.name,
+                    "erase": "soft" if "soft" in modes else "hard",
+                },
+                memory._keys.signing_key,
+                now=memory._now(),
+            )
+            self._log(tenant_id, receipt)
+            return receipt
+
+    # -- export ---------------------------------------------------------------------------
+
+    def export(self, person_id: str) -> dict[str, Any]:
+        """Everything held about ``person_id`` here, every version, as a JSON-ready document.
+
+        Format ``mainsdk-memory-export/1`` (see docs/privacy.md): the person, tenant and app,
+        each memory with every version's text, typed data, source, trust, author, dates, and
+        the pending forget requests and guardian policy. Audited (ids only).
+        """
+        tenant_id, person = self._person(person_id)
+        memory = self._memory
+        with memory._audited(tenant_id, "export", actor="app", person=person.person) as note:
+            pseudonym = person._pseudonym(tenant_id)
+            memories: list[dict[str, Any]] = []
+            for current in self._rows_of(tenant_id, pseudonym):
+                rows = memory.driver.versions(
+                    tenant_id, memory.app, (pseudonym,), current.memory_id
+                )
+                versions = [person._open_row(row) for row in rows]
+                memories.append(_export_memory(versions))
+                note.memory_ids.append(current.memory_id)
+            note.count = len(memories)
+            requests = [
+                document
+                for _, document in memory._control.list(tenant_id, f"forget/{pseudonym}/")
+            ]
+            return {
+                "format": EXPORT_FORMAT,
+                "exported_at": memory._now().isoformat(),
+                "tenant": tenant_id,
+                "app": memory.app,
+                "person": person.person,
+                "memories": memories,
+                "pending_forget_requests": requests,
+                "guardian_policy": memory._control.get(tenant_id, f"child/{pseudonym}"),
+            }
+
+    # -- children -------------------------------------------------------------------------
+
+    def set_guardian(self, person_id: str, *, guardian: str) -> None:
+        """Mark ``person_id`` as a child under ``guardian``'s policy.
+
+        From now on nothing is remembered about them before the guardian's consent is
+        recorded, their memories are kept at most 90 days, and no provider model (embedder,
+        model classifier) touches them.
+        """
+        tenant_id, person = self._person(person_id)
+        guardian = check.person(guardian)
+        with self._memory._audited(tenant_id, "guardian", actor="app", person=person.person):
+            key = f"child/{person._pseudonym(tenant_id)}"
+            existing = self._memory._control.get(tenant_id, key) or {}
+            self._memory._control.put(
+                tenant_id, key, {"guardian": guardian, "consent": existing.get("consent")}
+            )
+
+    def record_consent(self, person_id: str, *, guardian: str) -> None:
+        """Record the guardian's consent for a child; only their guardian can give it."""
+        tenant_id, person = self._person(person_id)
+        guardian = check.person(guardian)
+        memory = self._memory
+        with memory._audited(tenant_id, "consent", actor="app", person=person.person):
+            key = f"child/{person._pseudonym(tenant_id)}"
+            policy = memory._control.get(tenant_id, key)
+            if policy is None:
+                raise InvalidInputError(
+                    "This person has no guardian policy; set one with set_guardian(...) first."
+                )
+            if policy["guardian"] != guardian:
+                raise InvalidInputError("Only the person's recorded guardian can consent.")
+            policy["consent"] = {"by": guardian, "at": memory._now().isoformat()}
+            memory._control.put(tenant_id, key, policy)
+
+    def guardian_policy(self, person_id: str) -> dict[str, Any] | None:
+        """The person's guardian policy (``guardian``, ``consent``), or ``None``."""
+        tenant_id, person = self._person(person_id)
+        return self._memory._control.get(tenant_id, f"child/{person._pseudonym(tenant_id)}")
+
+    # -- the receipts log -----------------------------------------------------------------
+
+    def receipts(self) -> list[_receipts.Receipt]:
+        """Every receipt issued in this tenant and app, oldest first (append-only log)."""
+        tenant_id = _tenant.current()
+        return [
+            _receipts.Receipt(token=document["token"], claims=document["claims"])
+            for _, document in self._memory._control.list(tenant_id, "receipt/")
+        ]
+
+    # -- procedures between apps ----------------------------------------------------------
+
+    def export_procedures(self, ids: Sequence[str] | None = None) -> str:
+        """A signed bundle of this tenant's shared procedures labelled ``none``.
+
+        With ``ids``, exactly those memories, and any that is not a shared procedure labelled
+        only ``none`` refuses the whole export (:class:`BundleError`); without, every such
+        procedure. The bundle is a compact JWS signed with the project key.
+        """
+        tenant_id = _tenant.current()
+        memory = self._memory
+        with memory._audited(tenant_id, "export-procedures", actor="app") as note:
+            viewer = PersonMemory(memory, tenant_id, "@procedures", None, None)
+            rows = {row.memory_id: row for row in self._rows_of(tenant_id, TENANT_SUBJECT)}
+            if ids is None:
+                chosen = [r for r in rows.values() if _is_procedure(r.kind, r.labels)]
+            else:
+                if isinstance(ids, str):
+                    raise InvalidInputError("ids is a list of memory ids.")
+                missing = [i for i in ids if i not in rows]
+                chosen = [rows[i] for i in ids if i in rows]
+                if missing or not all(_is_procedure(r.kind, r.labels) for r in chosen):
+                    raise BundleError(
+                        "Only shared procedures labelled 'none' can leave an app; the export "
+                        "was refused whole."
+                    )
+            records = [viewer._open_row(row) for row in chosen]
+            note.memory_ids.extend(record.id for record in records)
+            note.count = len(records)
+            claims = {
+                "iss": _receipts.ISSUER,
+                "jti": "bndl_" + secrets.token_hex(12),
+                "iat": int(memory._now().timestamp()),
+                "format": BUNDLE_FORMAT,
+                "tenant": tenant_id,
+                "app": memory.app,
+                "items": [
+                    {"text": r.text, "kind": r.kind.value, "labels": list(r.labels)}
+                    for r in records
+                ],
+            }
+            key = memory._keys.signing_key
+            return jwt.encode(
+                claims, key.private, algorithm="EdDSA", headers={"kid": key.kid, "typ": BUNDLE_TYPE}
+            )
+
+    def import_procedures(
+        self, bundle: str, *, agent: str, public_key: object | None = None
+    ) -> list[MemoryRecord]:
+        """Import a procedures bundle as shared memory of this app, owned by ``agent``.
+
+        The signature is checked against ``public_key`` (default: this project's own key
+        set); a bundle from another tenant, or holding anything but procedures labelled
+        ``none``, is refused whole. Imported memories are ``untrusted`` and quarantined until
+        a person confirms them.
+        """
+        tenant_id = _tenant.current()
+        memory = self._memory
+        agent = check.name(agent, "agent")
+        with memory._audited(tenant_id, "import-procedures", actor="app") as note:
+            claims = _verify_bundle(bundle, public_key or memory._keys.export_public_jwks())
+            if claims.get("tenant") != tenant_id:
+                raise BundleError("The bundle comes from another tenant; memory never moves there.")
+            items = claims.get("items")
+            if not isinstance(items, list) or not all(
+                isinstance(item, dict)
+                and isinstance(item.get("text"), str)
+                and _is_procedure(item.get("kind"), tuple(item.get("labels") or ()))
+                for item in items
+            ):
+                raise BundleError
+            importer = ScopedMemory(memory, tenant_id, "@procedures", agent, None)
+            source = Source.import_(f"bundle:{claims['jti']}", ref=str(claims.get("app")))
+            imported = [
+                importer.remember(
+                    item["text"], kind="procedure", about=TENANT_SUBJECT, labels=["none"],
+                    source=source,
+                )
+                for item in items
+            ]
+            note.memory_ids.extend(record.id for record in imported)
+            note.count = len(imported)
+            return imported
+
+
+def _is_procedure(kind: object, labels: Sequence[object]) -> bool:
+    return kind == "procedure" and tuple(labels) == ("none",)
+
+
+def _verify_bundle(bundle: object, public_key: object) -> dict[str, Any]:
+    if not isinstance(bundle, str) or bundle.count(".") != 2:
+        raise BundleError("This is not a procedures bundle (a compact JWS).")
+    try:
+        header = jwt.get_unverified_header(bundle)
+        if header.get("typ") != BUNDLE_TYPE or header.get("alg") != "EdDSA":
+            raise BundleError("This token is not a procedures bundle.")
+        key = _receipts.public_key_for(public_key, header.get("kid"))
+        claims: dict[str, Any] = jwt.decode(
+            bundle, key, algorithms=["EdDSA"], issuer=_receipts.ISSUER,
+            options={"require": ["iss", "jti", "iat", "tenant", "items"]},
+        )
+    except (jwt.PyJWTError, ReceiptError) as exc:
+        raise BundleError(
+            "The bundle's signature or claims do not verify; nothing was imported."
+        ) from exc
+    if claims.get("format") != BUNDLE_FORMAT:
+        raise BundleError("The bundle is of a format this version does not know.")
+    return claims
+
+
+def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
+    current = versions[-1]
+    return {
+        "id": current.id,
+        "kind": current.kind.value,
+        "about": current.scope.about,
+        "owner_agent": current.scope.agent,
+        "session": current.scope.session,
+        "session_only": current.session_only,
+        "pinned": current.pinned,
+        "labels": list(current.labels),
+        "created_at": current.created_at.isoformat(),
+        "versions": [
+            {
+                "version": v.version,
+                "text": v.text,
+                "data": v.data.model_dump(mode="json") if hasattr(v.data, "model_dump") else v.data,
+                "source": v.source.model_dump(mode="json"),
+                "trust": v.trust.value,
+                "confirmed_by": v.confirmed_by,
+                "author": v.author,
+                "labels": list(v.labels),
+                "valid_from": v.valid_from.isoformat(),
+                "valid_to": None if v.valid_to is None else v.valid_to.isoformat(),
+                "recorded_at": v.recorded_at.isoformat(),
+            }
+            for v in versions
+        ],
+    }
