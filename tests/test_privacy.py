@@ -166,7 +166,7 @@ def test_an_interrupted_erase_finishes_when_run_again(tmp_path: Path, keys_path:
     files = lambda: len(list(store.rglob("mem_*.json")))  # noqa: E731
     assert files() == 200
     for _attempt in range(5):  # kill it part way; retry if it was too fast or too slow
-        proc = subprocess.Popen(  # noqa: S603 - this interpreter, our own snippet
+        proc = subprocess.Popen(
             [sys.executable, "-c", ERASER, str(store), str(keys_path)]
         )
         deadline = time.monotonic() + 60
@@ -332,7 +332,7 @@ def test_forged_tampered_or_foreign_bundles_are_refused(
 
 
 def _memory_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own console script
+    return subprocess.run(
         [str(BIN / "memory"), *args], capture_output=True, text=True, timeout=120, check=False
     )
 
@@ -351,7 +351,7 @@ def test_the_privacy_commands(tmp_path: Path, keys_path: Path) -> None:
     assert erased.returncode == 0 and "key destroyed" in erased.stdout
     pem = tmp_path / "pub.pem"
     pem.write_bytes(KeyStore.open(keys_path).export_public_pem())
-    verified = subprocess.run(  # noqa: S603
+    verified = subprocess.run(
         [str(BIN / "memory-receipt"), "verify", str(tmp_path / "r.jws"), "--key", str(pem)],
         capture_output=True, text=True, timeout=60, check=False)
     assert verified.returncode == 0 and '"op": "erase"' in verified.stdout
