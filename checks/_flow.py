@@ -48,6 +48,7 @@ __all__ = [
 # Kinds of object a value may be.
 STORE = "store"
 HANDLE = "handle"
+PERSON = "handle:person"
 TEMPLATE = "template"
 SOURCE_TRUSTED = "source:trusted"
 SOURCE_UNTRUSTED = "source:untrusted"
@@ -387,6 +388,8 @@ class Analysis:
                     kinds.add(STORE)
                 elif name == known.SCOPED_MEMORY:
                     kinds.add(HANDLE)
+                elif name == known.PERSON_MEMORY:
+                    kinds |= {HANDLE, PERSON}
                 elif isinstance(node, ast.Name) and node.id in self._class_by_name:
                     kinds.add(_INSTANCE + self._class_by_name[node.id])
         return kinds
@@ -568,7 +571,7 @@ class Analysis:
                     tenant = True
                 if item.optional_vars is not None:
                     entered = Value(
-                        kinds=value.kinds & {STORE, HANDLE, HTTP_CLIENT, LOGGER}
+                        kinds=value.kinds & {STORE, HANDLE, PERSON, HTTP_CLIENT, LOGGER}
                         | frozenset(k for k in value.kinds if k.startswith(_INSTANCE)),
                         origins=value.origins,
                         params=value.params,
@@ -909,6 +912,9 @@ class Analysis:
                 handled = True
             elif STORE in receiver.kinds and method == "acting_for":
                 result = Value(kinds=frozenset({HANDLE}))
+                handled = True
+            elif STORE in receiver.kinds and method == "person":
+                result = Value(kinds=frozenset({HANDLE, PERSON}))
                 handled = True
             elif (
                 HTTP_CLIENT in receiver.kinds and method in known.HTTP_CLIENT_METHODS

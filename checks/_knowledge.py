@@ -24,10 +24,13 @@ __all__ = [
     "NON_CONTENT_ATTRIBUTES",
     "NON_TEXT_BUILTINS",
     "OPEN_DRIVER",
+    "PERSON_MEMORY",
+    "RECEIPT_METHODS",
     "RECALL_METHODS",
     "SCOPED_MEMORY",
     "SCOPED_METHODS",
     "SOURCE",
+    "STORE_HANDLE_METHODS",
     "TENANT_USE",
     "TRUSTED_SOURCES",
     "UNTRUSTED_SOURCES",
@@ -39,6 +42,11 @@ PACKAGE = "mainsdk_memory"
 MEMORY = "mainsdk_memory.Memory"
 MEMORY_OPEN = "mainsdk_memory.Memory.open"
 SCOPED_MEMORY = "mainsdk_memory.ScopedMemory"
+PERSON_MEMORY = "mainsdk_memory.PersonMemory"
+STORE_HANDLE_METHODS = frozenset({"acting_for", "person"})
+"""Store methods that make a handle; they read ``tenant.current()``."""
+RECEIPT_METHODS = frozenset({"forget", "approve"})
+"""Person-handle methods whose result is a signed receipt (an agent's forget is a request)."""
 SOURCE = "mainsdk_memory.Source"
 TENANT_USE = "mainsdk_memory.tenant.use"
 KEYSTORE = "mainsdk_memory.keys.KeyStore"
@@ -52,7 +60,7 @@ RECALL_METHODS = frozenset({"recall", "context", "search", "get", "history", "li
 
 SCOPED_METHODS = frozenset(
     {"remember", "recall", "context", "search", "get", "list", "history", "revise", "pin",
-     "unpin", "forget"}
+     "unpin", "forget", "confirm", "pending", "approve", "reject"}
 )
 """Handle methods that read ``tenant.current()`` and raise ``NoTenantError`` outside a tenant."""
 

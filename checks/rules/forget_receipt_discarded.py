@@ -1,4 +1,4 @@
-"""MAIN-MEM-0024: the receipt that ``forget()`` returns is thrown away."""
+"""MAIN-MEM-0024: the receipt that ``forget()`` or ``approve()`` returns is thrown away."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from mainsdk_memory.checks._diagnostic import Finding
-from mainsdk_memory.checks._flow import HANDLE
+from mainsdk_memory.checks import _knowledge as known
+from mainsdk_memory.checks._flow import PERSON
 from mainsdk_memory.checks._rule import Module, Rule, register
 
 __all__ = ["ForgetReceiptDiscarded"]
@@ -17,13 +18,15 @@ _Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 
 @register
 class ForgetReceiptDiscarded(Rule):
-    """The receipt that `forget()` returns is thrown away.
+    """The receipt that `forget()` or `approve()` returns is thrown away.
 
     ## What it does
 
-    Reports a `forget(...)` on a memory handle whose result is not used: a call standing alone
-    as a statement (awaited or not), or assigned to a name that the function (or module) never
-    reads, `_` included.
+    Reports a `forget(...)` or `approve(...)` on a person's memory handle (from
+    `memory.person(...)`, or annotated `PersonMemory`) whose result is not used: a call standing
+    alone as a statement (awaited or not), or assigned to a name that the function (or module)
+    never reads, `_` included. These are the calls that erase and return a signed receipt; an
+    agent's `forget` only files a request, and its result is not judged.
 
     ## Why is this bad?
 
@@ -44,7 +47,7 @@ class ForgetReceiptDiscarded(Rule):
 
     def forget_address(person: str, memory_id: str) -> None:
         with tenant.use("acme"):
-            memory.acting_for(person, agent="privacy-desk").forget(memory_id)  # flagged
+            memory.person(person).forget(memory_id)  # flagged
     ```
 
     ## Use instead
@@ -59,14 +62,14 @@ class ForgetReceiptDiscarded(Rule):
 
     def forget_address(person: str, memory_id: str) -> str:
         with tenant.use("acme"):
-            receipt = memory.acting_for(person, agent="privacy-desk").forget(memory_id)
+            receipt = memory.person(person).forget(memory_id)
         return receipt.token
     ```
 
     ## Limits
 
     A receipt stored in a variable that is read later is taken as kept, whatever is done with
-    it. A `forget` on something not known to be a memory handle is not judged.
+    it. A `forget` on something not known to be a person's memory handle is not judged.
 
     ## Added in
 
@@ -78,7 +81,7 @@ class ForgetReceiptDiscarded(Rule):
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Look at each scope's statements for forget calls whose result goes nowhere."""
-        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "forget"
+        if not any(isinstance(c.func, ast.Attribute) and c.func.attr in known.RECEIPT_METHODS
                    for c in module.calls()):
             return
         scopes: list[_Scope] = [module.tree]
@@ -108,8 +111,8 @@ class ForgetReceiptDiscarded(Rule):
         return self.at(
             node,
             self.code,
-            "the receipt of forget() is thrown away; keep it (return it or store receipt.token) "
-            "as the proof of erasure",
+            "the receipt of this erasure is thrown away; keep it (return it or store "
+            "receipt.token) as the proof that the memory was forgotten",
         )
 
     @staticmethod
@@ -119,8 +122,8 @@ class ForgetReceiptDiscarded(Rule):
         return (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "forget"
-            and HANDLE in module.value(node.func.value).kinds
+            and node.func.attr in known.RECEIPT_METHODS
+            and PERSON in module.value(node.func.value).kinds
         )
 
 

@@ -22,8 +22,9 @@ class MemoryCallOutsideTenant(Rule):
 
     ## What it does
 
-    Reports `acting_for(...)` on a memory store, and `remember`, `recall`, `context`, `get`,
-    `list`, `history`, `revise`, `pin`, `unpin` and `forget` on a memory handle, when the call
+    Reports `acting_for(...)` and `person(...)` on a memory store, and `remember`, `recall`,
+    `context`, `get`, `list`, `history`, `revise`, `pin`, `unpin`, `forget`, `confirm`,
+    `pending`, `approve` and `reject` on a memory handle, when the call
     is not inside a `with tenant.use(...)` block of its own function and that function can run
     without a tenant: it is module-level code (run at import time or under
     `if __name__ == "__main__":`), or a function reached from such code — called, or passed as
@@ -106,7 +107,7 @@ class MemoryCallOutsideTenant(Rule):
                 continue
             kinds = module.value(func.value).kinds
             if (HANDLE in kinds and func.attr in known.SCOPED_METHODS) or (
-                STORE in kinds and func.attr == "acting_for"
+                STORE in kinds and func.attr in known.STORE_HANDLE_METHODS
             ):
                 scope, in_tenant = analysis.call_scopes.get(id(call), (MODULE_SCOPE, True))
                 if not in_tenant:

@@ -119,15 +119,16 @@ class RecalledTextInSystemPrompt(TaintRule):
     A value is a memory store when it comes from `Memory.open(...)` or `Memory(...)`, with
     `Memory` imported from `mainsdk_memory` (any alias, any private module), or from a
     parameter or attribute annotated `Memory`. A value is a handle when it comes from
-    `.acting_for(...)` on a store, or is annotated `ScopedMemory`. Stores and handles are
+    `.acting_for(...)` (an agent's handle) or `.person(...)` (the person's own handle) on a
+    store, or is annotated `ScopedMemory` or `PersonMemory`. Stores and handles are
     followed through assignments, `with ... as`, module globals, `self.` attributes set in any
     method of a class, parameters of functions called with them in the same module, and return
     values. A `recall` on anything else — a vector store, a search client — is not flagged.
 
     ## Limits
 
-    - One module at a time: a handle passed in from another module is known only through a
-      `Memory`/`ScopedMemory` annotation, and recalled text returned to another module is lost.
+    - One module at a time: a handle passed in from another module is known only through an
+      annotation, and recalled text returned to another module is lost.
     - A role held in a variable counts when the variable holds a string constant; roles computed
       at run time do not.
     - Text that leaves through an unknown call comes back tainted (`json.dumps(hits)`), but an
