@@ -1,4 +1,4 @@
-"""The data-flow engine behind MAIN-MEM-0022, 0023 and 0029: what it follows and what it does not."""
+"""The data-flow engine behind MAIN-MEM-0022, 0023 and 0029: what it follows, what it does not."""
 
 from __future__ import annotations
 

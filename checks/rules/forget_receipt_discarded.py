@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 from typing import ClassVar
 
-from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks import _knowledge as known
+from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks._flow import PERSON
 from mainsdk_memory.checks._rule import Module, Rule, register
 
