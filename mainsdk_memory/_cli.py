@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from mainsdk_memory import receipts, tenant
+from mainsdk_memory import mcp_server, receipts, tenant
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
@@ -138,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     db_upgrade = db_commands.add_parser("upgrade", help="create or upgrade the store's schema")
     db_upgrade.add_argument("url", help="the store URL, e.g. postgresql+psycopg://user@host/db")
     db_upgrade.set_defaults(run=lambda args: upgrade_command(args.url))
+    serve_mcp = commands.add_parser("mcp", help="serve one person's memory as MCP tools (stdio)")
+    mcp_server.add_arguments(serve_mcp)  # the mcp package is imported only when it runs
+    serve_mcp.set_defaults(run=mcp_server.run_from_args)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
