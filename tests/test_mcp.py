@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -411,6 +412,47 @@ def test_bad_input_becomes_a_tool_error_and_the_server_keeps_serving(setup: Setu
     assert marker not in setup.stderr()
 
 
+def test_garbage_on_the_wire_does_not_stop_the_server(setup: Setup) -> None:
+    """Below the SDK's client: lines no client would send, then a call that must still work."""
+    lines = [
+        "this is not json",
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory.recall"}}',
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}}),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory.recall",'
+        '"arguments":"not an object"}}',
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory.recall",'
+        '"arguments":{"query":"anything"}}}',
+    ]
+    process = subprocess.Popen(
+        [str(MEMORY_COMMAND), *setup.argv()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
+    )
+    watchdog = threading.Timer(TEST_TIMEOUT, process.kill)  # a hung server fails, never hangs
+    watchdog.start()
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write("\n".join(lines) + "\n")
+        process.stdin.flush()
+        answers: dict[object, dict[str, Any]] = {}
+        while 3 not in answers:
+            line = process.stdout.readline()
+            assert line, "the server stopped before answering"
+            message = json.loads(line)
+            answers[message.get("id")] = message
+        process.stdin.close()
+        assert process.wait(timeout=CALL_TIMEOUT) == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
+    assert answers[7]["error"]["code"] == answers[2]["error"]["code"] == -32602
+    assert answers[1]["result"]["serverInfo"]["name"] == DEFAULT_SERVER_NAME
+    assert answers[3]["result"]["isError"] is False
+    assert parse_context(answers[3]["result"]["content"][0]["text"]) == []
+
+
 # -- start-up and packaging ------------------------------------------------------------------
 
 
@@ -453,3 +495,43 @@ def test_the_sdk_imports_without_the_mcp_package() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=CALL_TIMEOUT, check=True)
     assert "pip install 'mainsdk-memory[mcp]'" in done.stdout
+
+
+# -- the docs match the code -----------------------------------------------------------------
+
+
+def test_the_docs_table_states_each_tools_annotations() -> None:
+    from mainsdk_memory._mcp import TOOLS
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
+    rows = {row.split("|")[1].strip().strip("`"): row for row in page.splitlines()
+            if row.startswith("| `memory.")}
+    assert set(rows) == {tool.name for tool in TOOLS}
+    for tool in TOOLS:
+        hints = tool.annotations
+        assert hints is not None
+        for name, value in [("readOnlyHint", hints.read_only_hint),
+                            ("destructiveHint", hints.destructive_hint),
+                            ("idempotentHint", hints.idempotent_hint),
+                            ("openWorldHint", hints.open_world_hint)]:
+            assert f"`{name}: {str(value).lower()}`" in rows[tool.name]
+        for argument in tool.input_schema["properties"]:
+            assert f"`{argument}`" in rows[tool.name]
+
+
+def test_the_embedding_example_in_the_docs_builds_a_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp.server.lowlevel import Server
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
+    [code] = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    monkeypatch.chdir(tmp_path)
+    KeyStore.create(tmp_path / "keys")
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/mcp.md", "exec"), namespace)  # noqa: S102 - our own documentation
+    try:
+        assert isinstance(namespace["server"], Server)
+        assert namespace["server"].name == DEFAULT_SERVER_NAME
+    finally:
+        namespace["memory"].close()
