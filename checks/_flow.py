@@ -1114,7 +1114,7 @@ class Analysis:
         for param in ret.params:
             if param in mapping:
                 result = result.join(mapping[param].taint())
-        for sink in info.sinks:
+        for sink in list(info.sinks):  # a recursive call may add to them
             reached = EMPTY
             for param in sink.params:
                 reached = reached.join(mapping.get(param, EMPTY))
