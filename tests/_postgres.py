@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,13 @@ class TestPostgres:
         configured = os.environ.get(ENV_URL)
         if configured:
             return cls(make_url(configured))
-        import pgserver
-
         folder = Path(tempfile.mkdtemp(prefix="mainsdk-pg-"))
-        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+        with warnings.catch_warnings():
+            # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when it is unset.
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            server = pgserver.get_server(folder / "data", cleanup_mode="delete")
         return cls(make_url(server.get_uri()), server=server, folder=folder)
 
     def url(self, database: str) -> str:

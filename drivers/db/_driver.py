@@ -27,6 +27,7 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    not_,
     or_,
     select,
     text,
@@ -59,7 +60,6 @@ from mainsdk_memory.drivers.db._schema import (
     CONTROL,
     POSTINGS,
     SCHEMA,
-    SCHEMA_VERSION,
     VERSIONS,
     apply_migrations,
     check_version,
@@ -125,7 +125,14 @@ def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
     )
 
 
-def _scope(where: Filter) -> list[ColumnElement[bool]]:
+def _has_label(dialect: str, label: str) -> ColumnElement[bool]:
+    """Whether a row's labels (a JSON array) hold ``label``: an exact substring test for the
+    label's JSON string, quotes included (labels never contain a quote or ``", "``)."""
+    find = func.instr if dialect == "sqlite" else func.strpos
+    return find(VERSIONS.c.labels, json.dumps(label)) > 0
+
+
+def _scope(where: Filter, dialect: str) -> list[ColumnElement[bool]]:
     """``where`` as SQL over :data:`VERSIONS`; the same rows :meth:`Filter.matches` accepts."""
     v = VERSIONS.c
     clauses: list[ColumnElement[bool]] = [
@@ -133,8 +140,11 @@ def _scope(where: Filter) -> list[ColumnElement[bool]]:
         v.app == where.app,
         v.subject.in_(where.subjects),
     ]
-    # A session_only row, and a quarantined (untrusted) row, show only in its own session.
-    if where.session is None:
+    # A session_only row, and a quarantined (untrusted) row, show only in its own session
+    # (unless the filter lifts the session rules: a person's view of everything about them).
+    if getattr(where, "any_session", False):
+        pass
+    elif where.session is None:
         clauses.append(v.session_only.is_(False))
         clauses.append(v.trust != QUARANTINED_TRUST)
     else:
@@ -143,6 +153,9 @@ def _scope(where: Filter) -> list[ColumnElement[bool]]:
         clauses.append(or_(v.trust != QUARANTINED_TRUST, same_session))
     if where.written_by is not None:
         clauses.append(v.agent == where.written_by)
+    for label, cutoff in getattr(where, "retention", ()):
+        # Past its label's retention a memory is not returned, even before a sweep.
+        clauses.append(not_(and_(_has_label(dialect, label), v.created_at < cutoff)))
     if where.kinds is not None:
         clauses.append(v.kind.in_(sorted(where.kinds)) if where.kinds else false())
     if where.pinned is not None:
@@ -218,9 +231,9 @@ class DbDriver:
         with translated("opening the store", connecting=True), transaction(
             self._engine, self.dialect, tenant=None, write=False
         ) as connection:
-            found = stored_version(connection)
-            if self.dialect == "postgresql" and found == SCHEMA_VERSION:
+            if self.dialect == "postgresql":
                 self._check_role(connection)
+            found = stored_version(connection)
         if found is None and self.dialect == "sqlite":
             # A brand-new embedded file: create the schema under the write lock, re-reading
             # the version there in case another process created it meanwhile.
@@ -245,7 +258,8 @@ class DbDriver:
         ), {"role": APP_ROLE}).first()
         if role is None:
             raise ConfigurationError(
-                f"The role {APP_ROLE} is missing. Run: memory db upgrade URL."
+                f"The database has no role {APP_ROLE}, so it has no mainsdk-memory schema "
+                "yet. Create it with: memory db upgrade URL."
             )
         if role.rolsuper or role.rolbypassrls:
             raise ConfigurationError(
@@ -372,7 +386,7 @@ class DbDriver:
         if limit <= 0:
             return []
         v = VERSIONS.c
-        clauses = _scope(where)
+        clauses = _scope(where, self.dialect)
         if after is not None:
             created, memory_id = after
             clauses.append(or_(v.created_at < created,
@@ -401,7 +415,7 @@ class DbDriver:
             return []
         v, p = VERSIONS.c, POSTINGS.c
         tokens = sorted({token for group in query for token in group})
-        scope = _scope(where)
+        scope = _scope(where, self.dialect)
         with translated("searching memories"), transaction(
             self._engine, self.dialect, tenant=where.tenant, write=False
         ) as connection:
@@ -464,6 +478,25 @@ class DbDriver:
                 v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
             ))
         return EraseResult(memory_id=memory_id, versions=tuple(erased), mode="hard")
+
+    def expired(
+        self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
+    ) -> list[tuple[str, str]]:
+        """``(subject, memory_id)`` of memories whose current version carries a label of
+        ``retention`` and that were created before the label's cutoff, sorted."""
+        if not retention:
+            return []
+        v = VERSIONS.c
+        past = or_(*(and_(_has_label(self.dialect, label), v.created_at < cutoff)
+                     for label, cutoff in retention))
+        with translated("finding expired memories"), transaction(
+            self._engine, self.dialect, tenant=tenant, write=False
+        ) as connection:
+            found = connection.execute(
+                select(v.subject, v.memory_id)
+                .where(v.tenant == tenant, v.app == app, v.valid_to.is_(None), past)
+            ).all()
+        return sorted((subject, memory_id) for subject, memory_id in found)
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
         """Insert or replace the control record ``key``; ``None`` DELETEs it."""

@@ -49,6 +49,7 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from mainsdk_memory._errors import ConfigurationError
@@ -202,8 +203,17 @@ def _postgres_v1(connection: Connection) -> None:
     ), {"role": APP_ROLE}).one()
     if not me.rolsuper and not me.member:
         # The driver runs every transaction as the app role, so the URL's user must be
-        # allowed to SET ROLE to it.
-        connection.execute(text(f"GRANT {APP_ROLE} TO CURRENT_USER"))
+        # allowed to SET ROLE to it. Only the role's creator (or an admin) may grant that.
+        try:
+            with connection.begin_nested():
+                connection.execute(text(f"GRANT {APP_ROLE} TO CURRENT_USER"))
+        except DBAPIError as exc:
+            user = connection.execute(text("SELECT current_user")).scalar_one()
+            raise ConfigurationError(
+                f"The database user {user!r} may not act as {APP_ROLE}, which every "
+                f"transaction of the driver runs as. Run as an administrator: GRANT {APP_ROLE} "
+                f'TO "{user}"; then retry the upgrade.'
+            ) from exc
     connection.execute(text(f"GRANT USAGE ON SCHEMA {PG_SCHEMA} TO {APP_ROLE}"))
     connection.execute(text(f"GRANT SELECT ON {PG_SCHEMA}.memory_schema TO {APP_ROLE}"))
     for table in TENANT_TABLES:

@@ -1,0 +1,245 @@
+"""PostgreSQL row-level security: a tenant's transaction sees no other tenant's row, ever.
+
+These tests go around the driver on purpose: they connect with psycopg, take the app role
+with a tenant set, and run bare ``SELECT *`` on every table that holds tenant data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from _db_rows import make_row, memory_id
+from _postgres import TestPostgres
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from mainsdk_memory import ConfigurationError
+from mainsdk_memory.drivers import Filter
+from mainsdk_memory.drivers.db import upgrade
+from mainsdk_memory.drivers.db._driver import DbDriver
+from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING, transaction
+from mainsdk_memory.drivers.db._schema import TENANT_TABLES
+
+#: A fresh PostgreSQL store (the shared ``store_url`` fixture, on PostgreSQL only).
+on_postgres = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
+
+
+def _conninfo(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def two_tenants(store_url: str) -> Iterator[DbDriver]:
+    """A store holding versions, postings and control records of acme and globex."""
+    with DbDriver(store_url) as driver:
+        for tenant in ("acme", "globex"):
+            driver.put(make_row(tenant=tenant, memory_id=memory_id(1), terms={f"t_{tenant}": 1}))
+            driver.put(make_row(tenant=tenant, memory_id=memory_id(2), subject="tenant"))
+            driver.control_put(tenant, "app", "grant/bot", b"sealed grant")
+        yield driver
+
+
+def _tenant_tables(connection: psycopg.Connection[tuple[object, ...]]) -> list[str]:
+    found = connection.execute(
+        "SELECT table_name FROM information_schema.columns "
+        "WHERE table_schema = %s AND column_name = 'tenant' ORDER BY table_name",
+        (PG_SCHEMA,),
+    ).fetchall()
+    return [str(name) for (name,) in found]
+
+
+@on_postgres
+def test_every_tenant_table_forces_row_level_security(two_tenants: DbDriver,
+                                                      store_url: str) -> None:
+    with psycopg.connect(_conninfo(store_url), autocommit=True) as connection:
+        tables = _tenant_tables(connection)
+        assert sorted(tables) == sorted(TENANT_TABLES)
+        for table in tables:
+            enabled, forced = connection.execute(
+                "SELECT relrowsecurity, relforcerowsecurity FROM pg_class "
+                "WHERE oid = %s::regclass", (f"{PG_SCHEMA}.{table}",)
+            ).fetchone()
+            assert (enabled, forced) == (True, True), table
+        role = connection.execute(
+            "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s",
+            (APP_ROLE,),
+        ).fetchone()
+        assert role == (False, False, False)
+
+
+@on_postgres
+def test_the_app_role_with_tenant_a_sees_no_row_of_tenant_b(two_tenants: DbDriver,
+                                                            store_url: str) -> None:
+    with psycopg.connect(_conninfo(store_url), autocommit=True) as connection:
+        tables = _tenant_tables(connection)
+        # The URL's user is a superuser, which row-level security never stops: the role is
+        # what makes the policies hold.
+        assert connection.execute("SELECT rolsuper FROM pg_roles "
+                                  "WHERE rolname = current_user").fetchone() == (True,)
+        with connection.transaction():
+            connection.execute(f"SET LOCAL ROLE {APP_ROLE}")
+            connection.execute("SELECT set_config(%s, 'acme', true)", (TENANT_SETTING,))
+            for table in tables:
+                cursor = connection.execute(f"SELECT * FROM {PG_SCHEMA}.{table}")  # noqa: S608
+                names = [column.name for column in cursor.description or ()]
+                rows = cursor.fetchall()
+                tenants = {row[names.index("tenant")] for row in rows}
+                assert tenants == {"acme"}, table
+        with connection.transaction():
+            connection.execute(f"SET LOCAL ROLE {APP_ROLE}")  # no tenant set: nothing
+            for table in tables:
+                assert connection.execute(
+                    f"SELECT count(*) FROM {PG_SCHEMA}.{table}"  # noqa: S608
+                ).fetchone() == (0,), table
+
+
+@on_postgres
+def test_the_app_role_cannot_write_or_change_another_tenants_rows(two_tenants: DbDriver,
+                                                                  store_url: str) -> None:
+    with (
+        psycopg.connect(_conninfo(store_url), autocommit=True) as connection,
+        connection.transaction(force_rollback=True),
+    ):
+        connection.execute(f"SET LOCAL ROLE {APP_ROLE}")
+        connection.execute("SELECT set_config(%s, 'acme', true)", (TENANT_SETTING,))
+        changed = connection.execute(
+            f"UPDATE {PG_SCHEMA}.memory_versions SET pinned = true"  # noqa: S608
+        ).rowcount
+        deleted = connection.execute(
+            f"DELETE FROM {PG_SCHEMA}.memory_control WHERE tenant = 'globex'"  # noqa: S608
+        ).rowcount
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
+            connection.execute(
+                f"INSERT INTO {PG_SCHEMA}.memory_control VALUES "  # noqa: S608
+                "('globex', 'app', 'planted', 'x')"
+            )
+    assert (changed, deleted) == (2, 0)  # acme's two rows; nothing of globex
+    # globex is untouched.
+    assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]
+    assert two_tenants.list(Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True),
+                            limit=10) == []
+
+
+@on_postgres
+def test_every_driver_transaction_runs_as_the_app_role_with_its_tenant(
+    two_tenants: DbDriver,
+) -> None:
+    with transaction(two_tenants.engine, "postgresql", tenant="globex", write=False) as conn:
+        user, setting = conn.execute(
+            text("SELECT current_user, current_setting(:name, true)"), {"name": TENANT_SETTING}
+        ).fetchone()
+        tenants = set(conn.execute(
+            text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
+        ).scalars())
+    assert (user, setting, tenants) == (APP_ROLE, "globex", {"globex"})
+
+
+@on_postgres
+def test_a_pooled_connection_never_carries_the_previous_tenant(store_url: str) -> None:
+    with DbDriver(store_url, pool_size=1) as driver:
+        for tenant in ("acme", "globex"):
+            driver.put(make_row(tenant=tenant, memory_id=memory_id(1)))
+        engine = driver.engine
+        seen = []
+        for tenant in ("acme", "globex", "acme"):
+            with transaction(engine, "postgresql", tenant=tenant, write=False) as conn:
+                pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
+                tenants = set(conn.execute(
+                    text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
+                ).scalars())
+                seen.append((pid, tenants))
+        # A failed transaction does not leave its tenant behind either.
+        with pytest.raises(RuntimeError), transaction(
+            engine, "postgresql", tenant="globex", write=True
+        ):
+            raise RuntimeError("abandon the transaction")
+        with engine.connect() as conn:  # the same pooled connection, outside any of ours
+            pid, user, setting = conn.execute(text(
+                "SELECT pg_backend_pid(), current_user, current_setting(:name, true)"
+            ), {"name": TENANT_SETTING}).fetchone()
+            conn.execute(text(f"SET LOCAL ROLE {APP_ROLE}"))
+            visible = conn.execute(
+                text(f"SELECT count(*) FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
+            ).scalar_one()
+            conn.rollback()
+    assert [tenants for _, tenants in seen] == [{"acme"}, {"globex"}, {"acme"}]
+    assert len({p for p, _ in seen} | {pid}) == 1  # one connection served every tenant
+    assert user != APP_ROLE
+    assert setting in (None, "")
+    assert visible == 0
+
+
+@pytest.fixture
+def owner_database(postgres: TestPostgres) -> Iterator[tuple[str, str]]:
+    """A database owned by a non-superuser login role, and that role's name."""
+    owner = f"mainsdk_owner_{os.getpid()}"
+    url = postgres.new_database(schema=False)
+    database = make_url(url).database
+    admin = postgres.conninfo()
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'DROP ROLE IF EXISTS "{owner}"')
+        connection.execute(f'CREATE ROLE "{owner}" LOGIN')
+        connection.execute(f'ALTER DATABASE "{database}" OWNER TO "{owner}"')
+    try:
+        yield make_url(url).set(username=owner).render_as_string(hide_password=False), owner
+    finally:
+        postgres.drop(url)
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'REVOKE {APP_ROLE} FROM "{owner}"')
+            connection.execute(f'DROP ROLE IF EXISTS "{owner}"')
+
+
+def test_an_owner_url_is_held_by_row_level_security_too(
+    owner_database: tuple[str, str], postgres: TestPostgres
+) -> None:
+    url, owner = owner_database
+    # The owner may not hand itself the app role: upgrade says who must grant it.
+    with pytest.raises(ConfigurationError, match="GRANT"):
+        upgrade(url)
+    with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
+        connection.execute(f'GRANT {APP_ROLE} TO "{owner}"')
+    assert upgrade(url) == (0, 1)
+    with DbDriver(url) as driver:
+        driver.put(make_row(tenant="acme", memory_id=memory_id(1)))
+        driver.put(make_row(tenant="globex", memory_id=memory_id(2)))
+        with pytest.raises(ConfigurationError, match="BYPASSRLS"):
+            list(driver.raw_dump())
+        acme = Filter(tenant="acme", app="app", subjects=("p_ada",))
+        assert [row.memory_id for row in driver.list(acme, limit=10)] == [memory_id(1)]
+    with psycopg.connect(_conninfo(url), autocommit=True) as connection:
+        # As itself, without the role or a tenant, the owner sees nothing: FORCE applies.
+        assert connection.execute(
+            f"SELECT count(*) FROM {PG_SCHEMA}.memory_versions"  # noqa: S608
+        ).fetchone() == (0,)
+
+
+@on_postgres
+def test_a_role_that_could_bypass_security_is_refused(store_url: str,
+                                                      postgres: TestPostgres) -> None:
+    with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
+        connection.execute(f"ALTER ROLE {APP_ROLE} BYPASSRLS")
+        try:
+            with pytest.raises(ConfigurationError, match="BYPASSRLS"):
+                DbDriver(store_url)
+        finally:
+            connection.execute(f"ALTER ROLE {APP_ROLE} NOBYPASSRLS")
+    DbDriver(store_url).close()
+
+
+@on_postgres
+def test_a_user_without_the_app_role_is_told_what_to_grant(store_url: str,
+                                                           postgres: TestPostgres) -> None:
+    stranger = f"mainsdk_stranger_{os.getpid()}"
+    with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
+        connection.execute(f'DROP ROLE IF EXISTS "{stranger}"')
+        connection.execute(f'CREATE ROLE "{stranger}" LOGIN')
+        try:
+            url = make_url(store_url).set(username=stranger)
+            with pytest.raises(ConfigurationError) as error:
+                DbDriver(url.render_as_string(hide_password=False))
+            assert f"GRANT {APP_ROLE} TO" in str(error.value)
+        finally:
+            connection.execute(f'DROP ROLE IF EXISTS "{stranger}"')

@@ -1,0 +1,162 @@
+"""Opening a db store: URLs, the versioned schema, ``memory db upgrade``, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+from _postgres import TestPostgres
+from sqlalchemy.engine import make_url
+
+from mainsdk_memory import ConfigurationError, Memory, StoreError, tenant
+from mainsdk_memory._cli import main
+from mainsdk_memory.drivers import open_driver
+from mainsdk_memory.drivers.db import upgrade
+from mainsdk_memory.drivers.db._driver import DbDriver
+from mainsdk_memory.drivers.db._engine import PG_SCHEMA
+from mainsdk_memory.drivers.db._schema import SCHEMA, SCHEMA_VERSION
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("sqlite://", "needs a database file"),
+        ("sqlite:///:memory:", "needs a database file"),
+        ("sqlite+aiosqlite:///x.db", "not supported"),
+        ("sqlite:////no/such/folder/x.db", "does not exist"),
+        ("sqlite:///x.db?mode=ro", "no query options"),
+        ("postgresql+psycopg2://u@h/db", "psycopg 3"),
+        ("postgresql+asyncpg://u@h/db", "psycopg 3"),
+        ("postgresql+psycopg://u@h", "names no database"),
+        ("postgresql+psycopg://u@h:notaport/db", "not a valid database URL"),
+    ],
+)
+def test_bad_urls_say_what_a_good_one_looks_like(url: str, says: str) -> None:
+    with pytest.raises(ConfigurationError, match=says):
+        open_driver(url)
+
+
+def test_an_unreachable_server_is_a_store_error_that_names_the_problem() -> None:
+    with pytest.raises(StoreError) as error:
+        open_driver("postgresql+psycopg://nobody:secret-pw@127.0.0.1:1/db?connect_timeout=2")
+    message = str(error.value)
+    assert "Check the URL" in message and "refused" in message.lower()
+    assert "secret-pw" not in message
+
+
+def test_a_new_sqlite_file_gets_the_schema_and_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    with DbDriver(f"sqlite:///{path}"):
+        pass
+    assert path.stat().st_mode & 0o777 == 0o600
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("SELECT max(version) FROM memory_schema").fetchone() == (
+            SCHEMA_VERSION,
+        )
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+    connection.close()
+    assert upgrade(f"sqlite:///{path}") == (SCHEMA_VERSION, SCHEMA_VERSION)
+
+
+def test_a_sqlite_database_with_other_tables_needs_an_explicit_upgrade(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    connection.close()
+    url = f"sqlite:///{path}"
+    with pytest.raises(ConfigurationError, match="memory db upgrade URL"):
+        DbDriver(url)
+    with sqlite3.connect(path) as connection:  # nothing was created on the way
+        names = {n for (n,) in connection.execute("SELECT name FROM sqlite_master")}
+    connection.close()
+    assert names == {"orders"}
+    assert main(["db", "upgrade", url]) == 0
+    with DbDriver(url) as driver:
+        assert driver.dialect == "sqlite"
+
+
+def test_postgresql_needs_memory_db_upgrade_and_never_runs_ddl_on_open(
+    postgres: TestPostgres, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = postgres.new_database(schema=False)
+    try:
+        with pytest.raises(ConfigurationError, match="memory db upgrade URL"):
+            DbDriver(url)
+        with psycopg.connect(postgres.conninfo(make_url(url).database), autocommit=True) as c:
+            assert c.execute("SELECT to_regnamespace(%s)", (PG_SCHEMA,)).fetchone() == (None,)
+        assert main(["db", "upgrade", url]) == 0
+        assert "Created the mainsdk-memory schema, version 1." in capsys.readouterr().out
+        assert main(["db", "upgrade", url]) == 0
+        assert "nothing to do" in capsys.readouterr().out
+        with DbDriver(url) as driver:
+            assert driver.dialect == "postgresql"
+    finally:
+        postgres.drop(url)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_newer_schema_is_refused_with_what_to_do(store_url: str) -> None:
+    DbDriver(store_url).close()  # SQLite: creates the file's schema
+    with DbDriver(store_url) as driver, driver.engine.begin() as connection:
+        connection.execute(SCHEMA.insert().values(
+            version=SCHEMA_VERSION + 1, description="from the future", applied_at=datetime.now(UTC)
+        ))
+    with pytest.raises(ConfigurationError, match="newer than this version"):
+        DbDriver(store_url)
+    with pytest.raises(ConfigurationError, match="newer than this version"):
+        upgrade(store_url)
+    assert main(["db", "upgrade", store_url]) == 1
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_the_database_holds_nothing_of_the_key_store(store_url: str, keys_path: Path) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        memory.acting_for("ada", agent="bot").remember("Ada's locker code is in her notes.")
+        memory.acting_for("bob", agent="bot").remember("Bob's locker is next to Ada's.")
+        dump = b"".join(blob for _, blob in memory.driver.raw_dump())
+    secrets: set[bytes] = set()
+    for path in keys_path.rglob("*.json"):
+        document = json.loads(path.read_bytes())
+        stack = [document]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, str) and len(item) >= 16:
+                secrets.add(item.encode())
+    assert secrets
+    assert [s for s in secrets if s in dump] == []
+    for path in keys_path.rglob("*"):
+        if path.is_file():
+            assert path.name.encode() not in dump
+
+
+def test_import_works_without_the_db_dependencies_and_opening_says_what_to_install(
+    tmp_path: Path,
+) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["sqlalchemy"] = None  # as if SQLAlchemy were not installed
+        import mainsdk_memory
+        from mainsdk_memory import ConfigurationError
+        from mainsdk_memory.drivers import open_driver
+        try:
+            open_driver(sys.argv[1])
+        except ConfigurationError as exc:
+            print(exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{tmp_path / 'x.db'}"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert "pip install 'mainsdk-memory[db]'" in done.stdout
+    assert not (tmp_path / "x.db").exists()
