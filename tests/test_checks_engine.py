@@ -115,3 +115,15 @@ def test_store_url_schemes() -> None:
     assert scheme_of("postgresql+psycopg://db/x") == "postgresql"
     assert scheme_of("MEM0:support") == "mem0"
     assert scheme_of("no-scheme") is None
+
+
+def test_recursion_reaches_a_fixed_point() -> None:
+    found = _found("""
+        def send(text: str, depth: int) -> object:
+            if depth:
+                return send(text, depth - 1)
+            return {"role": "system", "content": text}
+        def ask(handle: ScopedMemory, q: str) -> object:
+            return send(handle.context(q), 3)
+    """)
+    assert found == [(5, "MAIN-MEM-0022")]
