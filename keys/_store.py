@@ -1,17 +1,34 @@
-"""The project key store: a key-encryption key, wrapped per-subject secrets, and signing keys.
+"""The project key store: key-encryption keys, wrapped per-subject secrets, and signing keys.
 
 Layout of a key store folder (0700; every file 0600)::
 
-    keystore.json          format, naming key, key-encryption key (KEK), Ed25519 signing keys
+    keystore.json          format, naming key, the active key-encryption key (KEK), Ed25519
+                           signing keys (the active one private, retired ones public only) and,
+                           only while a rotation is unfinished, the KEKs it is retiring
     subjects/<name>.json   one wrapped 32-byte secret per subject (a person, or the tenant)
                            in one tenant and app; <name> is an HMAC of (tenant, app, subject)
                            under the naming key, so no file name carries a person id
+    rotate.lock            held by a running rotation (keys/_locks.py)
+    subjects.lock          shared by writers of subjects/, exclusive for each rotation step
+
+keystore.json, field by field::
+
+    format          "mainsdk-memory-keystore/1"
+    name_key        base64, 32 bytes: HMAC key of the subject file names (never rotated)
+    kek             {"kid": "kek_<16 hex>", "key": base64 of 32 bytes}: wraps new secrets
+    signing         [{"kid": "sig_<16 hex>", "ed25519": base64 private key, "created": ISO}]
+                    for the active key; a retired key keeps only
+                    {"kid", "public": base64 raw public key, "created", "retired": ISO}
+    active_signing  the kid that signs new receipts
+    rotation        only during a rotation: {"started": ISO, "retiring": [{"kid", "key"}]}
 
 A subject secret is random and never stored unwrapped: it is sealed with AES-256-GCM under
-the KEK, with associated data binding tenant, app and subject, so a wrapped secret copied to
-another name does not open. From the secret, HKDF-SHA256 derives the subject's sealing key,
-its blind-index key and (for the tenant subject) the pseudonym key that hides person ids
-from the storage driver. Destroying a subject removes its file; nothing else holds the secret.
+a KEK, with associated data binding the file's name and the KEK's id, so a wrapped secret
+copied to another name does not open (the record layout is in :class:`KekRing`). From the
+secret, HKDF-SHA256 derives the subject's sealing key, its blind-index key and (for the
+tenant subject) the pseudonym key that hides person ids from the storage driver. Destroying
+a subject removes its file; nothing else holds the secret. Rotating the KEK
+(:meth:`KeyStore.rotate`, ADR 0060) re-wraps the same secrets, so no memory is re-encrypted.
 """
 
 from __future__ import annotations
@@ -23,11 +40,12 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -41,13 +59,24 @@ from cryptography.hazmat.primitives.serialization import (
 
 from mainsdk_memory._errors import KeyStoreError, SealError
 from mainsdk_memory._files import create_private_once, make_private_dir, remove_durably
+from mainsdk_memory.keys._locks import SUBJECTS_LOCK, file_lock
 
-__all__ = ["KeyStore", "SigningKey", "SubjectKeys", "associated_data"]
+if TYPE_CHECKING:
+    from mainsdk_memory.keys._rotation import RotationReport
+
+__all__ = ["KekRing", "KeyStore", "SigningKey", "SubjectKeys", "associated_data"]
 
 FORMAT = "mainsdk-memory-keystore/1"
+KEYSTORE_FILE = "keystore.json"
+SUBJECTS_DIR = "subjects"
 _ENVELOPE_VERSION = b"\x01"
 _NONCE = 12
 _TAG = 16
+_RECORD_VERSION = 2  # v1 (pre-release) bound tenant, app and subject instead of the file name
+
+#: (device, inode, modification time in ns, size) of keystore.json as it was read: a rotation
+#: replaces the file, so a changed stamp tells a long-running process to read it again.
+Stamp = tuple[int, int, int, int]
 
 
 def associated_data(*parts: str | int) -> bytes:
@@ -150,37 +179,228 @@ class SigningKey(_NoCopy):
         return self.private.public_key()
 
 
+@dataclass(frozen=True, slots=True)
+class _RetiredSigningKey:
+    """A signing key that no longer signs: only its public half is kept, so old receipts verify."""
+
+    kid: str
+    public: Ed25519PublicKey
+    created: datetime
+    retired: datetime
+
+
+class _RecordError(Exception):
+    """A wrapped subject record did not open; ``unknown_kek`` when its KEK is not in the ring."""
+
+    def __init__(self, *, unknown_kek: bool = False) -> None:
+        super().__init__("unknown key-encryption key" if unknown_kek else "record does not open")
+        self.unknown_kek = unknown_kek
+
+
+class KekRing(_NoCopy):
+    """Key-encryption keys by id: wrap under the active one, unwrap under whichever wrapped.
+
+    The rotation type of the key store, like ``MultiFernet``: outside a rotation the ring holds
+    one key; during one it also holds the keys being retired, so every subject secret opens at
+    every moment. A wrapped record, as stored in ``subjects/<name>.json``::
+
+        {"v": 2, "kek": <kid>, "nonce": <base64, 12 bytes>, "wrapped": <base64, 32 + 16 bytes>}
+
+    ``wrapped`` is the AES-256-GCM ciphertext of the 32-byte secret followed by its 16-byte tag;
+    the associated data is ``associated_data("mainsdk-memory/v2/wrap", <name>, <kid>)``, so a
+    record copied to another name, or relabelled with another key id, does not open.
+    """
+
+    __slots__ = ("_active", "_aeads")
+
+    def __init__(self, active: str, keys: Mapping[str, bytes]) -> None:
+        if active not in keys:
+            raise ValueError("the active KEK must be in the ring")
+        if any(len(key) != 32 for key in keys.values()):
+            raise ValueError("a KEK is 32 bytes")
+        self._active = active
+        self._aeads = {kid: AESGCM(key) for kid, key in keys.items()}
+
+    def __repr__(self) -> str:
+        return f"<KekRing active={self._active} kids={sorted(self._aeads)} (keys hidden)>"
+
+    def __contains__(self, kid: object) -> bool:
+        return kid in self._aeads
+
+    @property
+    def active_kid(self) -> str:
+        """The id of the KEK that wraps every new or re-wrapped secret."""
+        return self._active
+
+    @property
+    def kids(self) -> frozenset[str]:
+        """Every KEK id in the ring (the active one and any being retired)."""
+        return frozenset(self._aeads)
+
+    @staticmethod
+    def _ad(name: str, kid: str) -> bytes:
+        return associated_data("mainsdk-memory/v2/wrap", name, kid)
+
+    def wrap(self, secret: bytes, name: str) -> dict[str, Any]:
+        """Wrap ``secret`` for the subject file ``name`` under the active KEK; return the record."""
+        nonce = os.urandom(_NONCE)
+        wrapped = self._aeads[self._active].encrypt(nonce, secret, self._ad(name, self._active))
+        return {"v": _RECORD_VERSION, "kek": self._active, "nonce": _b64(nonce),
+                "wrapped": _b64(wrapped)}
+
+    def unwrap(self, record: object, name: str) -> bytes:
+        """Return the secret of a record from :meth:`wrap`; raise ``_RecordError`` otherwise."""
+        if not isinstance(record, dict) or record.get("v") != _RECORD_VERSION:
+            raise _RecordError
+        kid = record.get("kek")
+        if not isinstance(kid, str) or kid not in self._aeads:
+            raise _RecordError(unknown_kek=True)
+        try:
+            nonce, wrapped = _unb64(record["nonce"]), _unb64(record["wrapped"])
+            secret = self._aeads[kid].decrypt(nonce, wrapped, self._ad(name, kid))
+        except (KeyError, TypeError, ValueError, AttributeError, InvalidTag) as exc:
+            raise _RecordError from exc
+        if len(secret) != 32:
+            raise _RecordError
+        return secret
+
+    def only_active(self) -> KekRing:
+        """A ring of the active KEK alone: what remains once a rotation destroys the others."""
+        ring = KekRing.__new__(KekRing)
+        ring._active = self._active
+        ring._aeads = {self._active: self._aeads[self._active]}
+        return ring
+
+    def self_test(self) -> None:
+        """Wrap and unwrap a probe under every KEK of the ring; raise if one does not round-trip."""
+        probe = os.urandom(32)
+        for kid, aead in self._aeads.items():
+            nonce = os.urandom(_NONCE)
+            ad = self._ad("self-test", kid)
+            if aead.decrypt(nonce, aead.encrypt(nonce, probe, ad), ad) != probe:  # pragma: no cover
+                raise ValueError("a KEK does not round-trip")
+
+
+def new_kek_entry() -> dict[str, str]:
+    """A fresh key-encryption key as stored in keystore.json."""
+    return {"kid": "kek_" + secrets.token_hex(8), "key": _b64(AESGCM.generate_key(256))}
+
+
+def new_signing_entry(now: datetime) -> dict[str, str]:
+    """A fresh Ed25519 signing key as stored in keystore.json."""
+    private = Ed25519PrivateKey.generate().private_bytes_raw()
+    return {"kid": "sig_" + secrets.token_hex(8), "ed25519": _b64(private),
+            "created": now.isoformat()}
+
+
+def retire_signing_entry(entry: Mapping[str, str], now: datetime) -> dict[str, str]:
+    """The entry of a signing key that stops signing: its public key only, private key dropped."""
+    if "ed25519" not in entry:
+        return dict(entry)
+    public = Ed25519PrivateKey.from_private_bytes(_unb64(entry["ed25519"])).public_key()
+    return {"kid": entry["kid"], "public": _b64(public.public_bytes_raw()),
+            "created": entry["created"], "retired": now.isoformat()}
+
+
+def _stamp_of(status: os.stat_result) -> Stamp:
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
+
+
+def read_document(root: Path) -> tuple[dict[str, Any], Stamp]:
+    """Read keystore.json under ``root`` and the stamp of exactly the bytes read."""
+    file = root / KEYSTORE_FILE
+    try:
+        with file.open("rb") as handle:
+            data = handle.read()
+            stamp = _stamp_of(os.fstat(handle.fileno()))
+    except FileNotFoundError:
+        raise KeyStoreError(
+            f"No key store at {root}. Create one with `memory keys init --keys {root}` "
+            "and keep it outside the memory store (and out of version control)."
+        ) from None
+    except OSError as exc:
+        raise KeyStoreError(
+            f"The key store at {root} cannot be read. Check its permissions, or restore it "
+            "from your key backup."
+        ) from exc
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise KeyStoreError(
+            f"The key store at {root} is damaged (keystore.json is not readable). "
+            "Restore it from your key backup; a lost key store cannot be recreated."
+        ) from exc
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise KeyStoreError(
+            f"{file} is not a mainsdk-memory key store of a format this version knows."
+        )
+    return document, stamp
+
+
+class _State(_NoCopy):
+    """Everything read from one version of keystore.json; replaced whole, never edited."""
+
+    __slots__ = ("active_signing", "name_key", "ring", "rotating", "signing", "stamp")
+
+    def __init__(self, document: Mapping[str, Any], stamp: Stamp | None) -> None:
+        self.stamp = stamp
+        self.name_key = _unb64(document["name_key"])
+        if len(self.name_key) != 32:
+            raise ValueError("the naming key is 32 bytes")
+        kek = document["kek"]
+        keys = {str(kek["kid"]): _unb64(kek["key"])}
+        rotation = document.get("rotation")
+        self.rotating = rotation is not None
+        if rotation is not None:
+            for item in rotation["retiring"]:
+                if item["kid"] in keys:
+                    raise ValueError("a KEK id appears twice")
+                keys[str(item["kid"])] = _unb64(item["key"])
+        self.ring = KekRing(str(kek["kid"]), keys)
+        signing: list[SigningKey | _RetiredSigningKey] = []
+        for item in document["signing"]:
+            created = datetime.fromisoformat(item["created"])
+            if "ed25519" in item:
+                private = Ed25519PrivateKey.from_private_bytes(_unb64(item["ed25519"]))
+                signing.append(SigningKey(kid=item["kid"], private=private, created=created))
+            else:
+                public = Ed25519PublicKey.from_public_bytes(_unb64(item["public"]))
+                signing.append(_RetiredSigningKey(
+                    kid=item["kid"], public=public, created=created,
+                    retired=datetime.fromisoformat(item["retired"]),
+                ))
+        if len({key.kid for key in signing}) != len(signing):
+            raise ValueError("a signing key id appears twice")
+        self.signing: tuple[SigningKey | _RetiredSigningKey, ...] = tuple(signing)
+        self.active_signing = str(document["active_signing"])
+        active = [k for k in signing if k.kid == self.active_signing]
+        if not active or not isinstance(active[0], SigningKey):
+            raise ValueError("the active signing key must hold its private key")
+
+    @property
+    def signing_key(self) -> SigningKey:
+        for key in self.signing:
+            if isinstance(key, SigningKey) and key.kid == self.active_signing:
+                return key
+        raise AssertionError("checked at construction")  # pragma: no cover
+
+
 class KeyStore(_NoCopy):
     """A project key store in a folder of its own (never inside a memory store).
 
     Build it with :meth:`create` (once, ``memory keys init``) or :meth:`open`; both check that
     the store can seal, open and sign before returning, so a broken store fails at once.
+    A long-running handle notices when another process rotates the store (keystore.json is
+    replaced) and reads it again before it wraps a new secret or signs a receipt.
     """
 
-    def __init__(self, path: Path, document: dict[str, Any]) -> None:
+    def __init__(
+        self, path: Path, document: dict[str, Any], stamp: Stamp | None = None
+    ) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], SubjectKeys] = {}
-        try:
-            self._name_key = _unb64(document["name_key"])
-            kek = document["kek"]
-            self._kek_id: str = kek["kid"]
-            self._kek = AESGCM(_unb64(kek["key"]))
-            self._signing = [
-                SigningKey(
-                    kid=item["kid"],
-                    private=Ed25519PrivateKey.from_private_bytes(_unb64(item["ed25519"])),
-                    created=datetime.fromisoformat(item["created"]),
-                )
-                for item in document["signing"]
-            ]
-            self._active_signing: str = document["active_signing"]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise KeyStoreError(
-                f"The key store at {path} is damaged (keystore.json is not readable). "
-                "Restore it from your key backup; a lost key store cannot be recreated."
-            ) from exc
-        self._self_test()
+        self._state = self._load(document, stamp)
 
     def __repr__(self) -> str:
         return f"<KeyStore {self.path} (keys hidden)>"
@@ -191,7 +411,7 @@ class KeyStore(_NoCopy):
     def create(cls, path: str | os.PathLike[str]) -> KeyStore:
         """Create a new key store at ``path``; refuse to overwrite an existing one."""
         root = Path(path)
-        if (root / "keystore.json").exists():
+        if (root / KEYSTORE_FILE).exists():
             raise KeyStoreError(
                 f"A key store already exists at {root}; it was left as it is. "
                 "Use it, or choose another folder."
@@ -202,71 +422,77 @@ class KeyStore(_NoCopy):
                 "memory store."
             )
         make_private_dir(root)
-        make_private_dir(root / "subjects")
-        now = datetime.now(UTC).isoformat()
-        document = {
+        make_private_dir(root / SUBJECTS_DIR)
+        signing = new_signing_entry(datetime.now(UTC))
+        document: dict[str, Any] = {
             "format": FORMAT,
             "name_key": _b64(secrets.token_bytes(32)),
-            "kek": {"kid": "kek_" + secrets.token_hex(8), "key": _b64(AESGCM.generate_key(256))},
-            "signing": [
-                {
-                    "kid": "sig_" + secrets.token_hex(8),
-                    "ed25519": _b64(Ed25519PrivateKey.generate().private_bytes_raw()),
-                    "created": now,
-                }
-            ],
+            "kek": new_kek_entry(),
+            "signing": [signing],
+            "active_signing": signing["kid"],
         }
-        document["active_signing"] = document["signing"][0]["kid"]  # type: ignore[index]
-        if not create_private_once(root / "keystore.json", json.dumps(document).encode()):
+        if not create_private_once(root / KEYSTORE_FILE, json.dumps(document).encode()):
             raise KeyStoreError(f"A key store was created at {root} concurrently; use that one.")
-        return cls(root, document)
+        return cls(root, document, _stamp_of(os.stat(root / KEYSTORE_FILE)))
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> KeyStore:
         """Open the key store at ``path``, or explain how to create one."""
         root = Path(path)
-        file = root / "keystore.json"
-        if not file.is_file():
-            raise KeyStoreError(
-                f"No key store at {root}. Create one with `memory keys init --keys {root}` "
-                "and keep it outside the memory store (and out of version control)."
-            )
-        try:
-            document = json.loads(file.read_bytes())
-        except (OSError, ValueError) as exc:
-            raise KeyStoreError(
-                f"The key store at {root} cannot be read. Check its permissions, or restore it "
-                "from your key backup."
-            ) from exc
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            raise KeyStoreError(
-                f"{file} is not a mainsdk-memory key store of a format this version knows."
-            )
-        return cls(root, document)
+        document, stamp = read_document(root)
+        return cls(root, document, stamp)
 
-    def _self_test(self) -> None:
-        probe = os.urandom(16)
-        ad = associated_data("self-test")
-        nonce = os.urandom(_NONCE)
+    def _load(self, document: Mapping[str, Any], stamp: Stamp | None) -> _State:
         try:
-            ok = self._kek.decrypt(nonce, self._kek.encrypt(nonce, probe, ad), ad) == probe
-            signer = self.signing_key
+            state = _State(document, stamp)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise KeyStoreError(
+                f"The key store at {self.path} is damaged (keystore.json is not readable). "
+                "Restore it from your key backup; a lost key store cannot be recreated."
+            ) from exc
+        self._self_test(state)
+        return state
+
+    def _self_test(self, state: _State) -> None:
+        probe = os.urandom(16)
+        try:
+            state.ring.self_test()
+            signer = state.signing_key
             signer.public.verify(signer.private.sign(probe), probe)
         except Exception as exc:
             raise KeyStoreError(f"The key store at {self.path} failed its self-test.") from exc
-        if not ok:  # pragma: no cover - AES-GCM either round-trips or raises
-            raise KeyStoreError(f"The key store at {self.path} failed its self-test.")
+
+    def _adopt(self, document: Mapping[str, Any], stamp: Stamp | None) -> _State:
+        """Make ``document`` (just read or written) this handle's keys; return them."""
+        state = self._load(document, stamp)
+        with self._lock:
+            self._state = state
+        return state
+
+    def _refresh(self) -> _State:
+        """Read keystore.json again if another process replaced it (a rotation); return keys."""
+        state = self._state
+        try:
+            stamp = _stamp_of(os.stat(self.path / KEYSTORE_FILE))
+        except OSError:
+            return state  # keep the keys in hand; a missing file is reported where it matters
+        if stamp == state.stamp:
+            return state
+        return self._adopt(*read_document(self.path))
+
+    @contextmanager
+    def _subjects_lock(self, *, exclusive: bool) -> Iterator[None]:
+        with file_lock(self.path / SUBJECTS_LOCK, exclusive=exclusive):
+            yield
 
     # -- subjects -------------------------------------------------------------------------
 
     def _subject_file(self, tenant: str, app: str, subject: str) -> Path:
         name = hmac.new(
-            self._name_key, associated_data("subject", tenant, app, subject), hashlib.sha256
+            self._state.name_key, associated_data("subject", tenant, app, subject),
+            hashlib.sha256,
         ).hexdigest()[:40]
-        return self.path / "subjects" / f"{name}.json"
-
-    def _wrap_ad(self, tenant: str, app: str, subject: str, kid: str) -> bytes:
-        return associated_data("mainsdk-memory/v1/wrap", tenant, app, subject, kid)
+        return self.path / SUBJECTS_DIR / f"{name}.json"
 
     def subject_keys(
         self, tenant: str, app: str, subject: str, *, create: bool
@@ -283,66 +509,102 @@ class KeyStore(_NoCopy):
             return cached
         file = self._subject_file(tenant, app, subject)
         label = f"subject {file.stem[:8]}"
-        secret = self._read_subject(file, tenant, app, subject)
+        secret = self._read_subject(file)
         if secret is None:
             if not create:
                 return None
             secret = secrets.token_bytes(32)
-            nonce = os.urandom(_NONCE)
-            wrapped = self._kek.encrypt(
-                nonce, secret, self._wrap_ad(tenant, app, subject, self._kek_id)
-            )
-            record = {"v": 1, "kek": self._kek_id, "nonce": _b64(nonce), "wrapped": _b64(wrapped)}
-            if not create_private_once(file, json.dumps(record).encode()):
-                secret = self._read_subject(file, tenant, app, subject)  # another writer won
+            # Shared lock: a rotation cannot finish (and destroy the KEK this wraps under)
+            # between reading the active KEK and the file appearing.
+            with self._subjects_lock(exclusive=False):
+                record = self._refresh().ring.wrap(secret, file.stem)
+                created = create_private_once(file, json.dumps(record).encode())
+            if not created:
+                secret = self._read_subject(file)  # another writer won
                 if secret is None:
                     raise KeyStoreError(f"The key store at {self.path} lost a subject key.")
         keys = SubjectKeys(secret, label)
         with self._lock:
             return self._cache.setdefault(cache_key, keys)
 
-    def _read_subject(self, file: Path, tenant: str, app: str, subject: str) -> bytes | None:
-        try:
-            record = json.loads(file.read_bytes())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise KeyStoreError(
-                f"A subject key in {self.path} cannot be read. Restore the key store from backup."
-            ) from exc
-        try:
-            nonce, wrapped = _unb64(record["nonce"]), _unb64(record["wrapped"])
-            ad = self._wrap_ad(tenant, app, subject, record["kek"])
-            return self._kek.decrypt(nonce, wrapped, ad)
-        except (KeyError, TypeError, ValueError, InvalidTag) as exc:
-            raise KeyStoreError(
-                f"A subject key in {self.path} does not open under this key store's "
-                "key-encryption key. Restore the key store from backup."
-            ) from exc
+    def _read_subject(self, file: Path) -> bytes | None:
+        """The secret in ``file``, or ``None`` if there is none; reads a rotated store again."""
+        for attempt in range(2):
+            try:
+                data = file.read_bytes()
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise KeyStoreError(
+                    f"A subject key in {self.path} cannot be read. Restore the key store "
+                    "from backup."
+                ) from exc
+            try:
+                return self._state.ring.unwrap(json.loads(data), file.stem)
+            except ValueError:
+                break
+            except _RecordError as exc:
+                if not exc.unknown_kek or attempt:
+                    break
+                # Wrapped under a KEK this handle has not seen: another process rotated the
+                # store. Read keystore.json and the subject file again.
+                self._refresh()
+        raise KeyStoreError(
+            f"A subject key in {self.path} does not open under this key store's "
+            "key-encryption keys. Restore the key store from backup."
+        )
 
     def destroy_subject(self, tenant: str, app: str, subject: str) -> bool:
         """Destroy the subject's secret for good; return whether one existed."""
         with self._lock:
             self._cache.pop((tenant, app, subject), None)
-        return remove_durably(self._subject_file(tenant, app, subject))
+        with self._subjects_lock(exclusive=False):  # a rotation never writes it back
+            existed = remove_durably(self._subject_file(tenant, app, subject))
+        with self._lock:
+            self._cache.pop((tenant, app, subject), None)
+        return existed
+
+    # -- rotation -------------------------------------------------------------------------
+
+    def rotate(self) -> RotationReport:
+        """Rotate the key-encryption key and the signing key; finish an interrupted rotation.
+
+        A new KEK becomes active and every subject secret is re-wrapped under it (the secrets
+        do not change, so no memory is re-encrypted); then the old KEK is destroyed: no copy
+        is left in any file of the key store. A new signing key signs new receipts; the old
+        one keeps only its public key, so receipts it signed still verify against
+        :meth:`export_public_jwks`. Crash-safe: if interrupted, every subject still opens and
+        the next call finishes the same rotation instead of starting another. A second
+        rotation running at the same time raises :class:`KeyStoreError`. ADR 0060.
+        """
+        # Imported here: the rotation steps are built on this class's private helpers.
+        from mainsdk_memory.keys._rotation import rotate_key_store
+
+        return rotate_key_store(self)
 
     # -- signing --------------------------------------------------------------------------
 
     @property
     def signing_key(self) -> SigningKey:
-        """The signing key that signs new receipts."""
-        for key in self._signing:
-            if key.kid == self._active_signing:
-                return key
-        raise KeyStoreError(f"The key store at {self.path} has no active signing key.")
+        """The signing key that signs new receipts (the newest, after a rotation)."""
+        return self._refresh().signing_key
 
     def public_keys(self) -> Iterable[tuple[str, Ed25519PublicKey]]:
         """Every signing key's id and public key (old ones too, so old receipts verify)."""
-        return [(key.kid, key.public) for key in self._signing]
+        return [(key.kid, key.public) for key in self._refresh().signing]
 
-    def export_public_pem(self) -> bytes:
-        """The active signing key's public key as PEM (SubjectPublicKeyInfo)."""
-        public = self.signing_key.public
+    def export_public_pem(self, kid: str | None = None) -> bytes:
+        """A signing public key as PEM (SubjectPublicKeyInfo): the active one, or ``kid``'s."""
+        if kid is None:
+            public = self.signing_key.public
+        else:
+            found = dict(self.public_keys()).get(kid)
+            if found is None:
+                raise KeyStoreError(
+                    f"No signing key with id {kid!r} in the key store at {self.path}. "
+                    "List them with `memory keys export-public --jwks`."
+                )
+            public = found
         return public.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
 
     def export_public_jwks(self) -> dict[str, Any]:

@@ -37,6 +37,23 @@ def _keys_export_public(args: argparse.Namespace) -> int:
     return 0
 
 
+def _keys_rotate(args: argparse.Namespace) -> int:
+    store = KeyStore.open(args.keys)
+    report = store.rotate()
+    print(("Finished an interrupted rotation" if report.resumed else "Rotated")
+          + f" of the key store at {store.path}.")
+    print(f"  key-encryption key {report.kek_active} now wraps all {report.subjects} subject "
+          f"keys ({report.rewrapped} re-wrapped; no memory was re-encrypted).")
+    for kid in report.kek_retired:
+        print(f"  destroyed key-encryption key {kid}")
+    for kid in report.signing_retired:
+        print(f"  retired signing key {kid}: private key destroyed, public key kept")
+    print(f"  new receipts are signed by {report.signing_active}; publish the key set: "
+          f"memory keys export-public --keys {store.path} --jwks")
+    print("Back up the key store now, and destroy older backups: they still hold the old keys.")
+    return 0
+
+
 def _say(title: str) -> None:
     print(f"\n== {title}")
 
@@ -133,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     export.add_argument("--keys", required=True, type=Path, help="the key store folder")
     export.add_argument("--jwks", action="store_true", help="print every key as a JWK Set")
     export.set_defaults(run=_keys_export_public)
+    rotate = key_commands.add_parser(
+        "rotate", help="new key-encryption and signing keys; finish an interrupted rotation"
+    )
+    rotate.add_argument("--keys", required=True, type=Path, help="the key store folder")
+    rotate.set_defaults(run=_keys_rotate)
     db = commands.add_parser("db", help="manage a SQLite or PostgreSQL memory store")
     db_commands = db.add_subparsers(dest="db_command", required=True)
     db_upgrade = db_commands.add_parser("upgrade", help="create or upgrade the store's schema")

@@ -37,8 +37,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically with ``data`` (0600): readers see the old or the new file."""
+def write_private(path: Path, data: bytes, *, sync_folder: bool = True) -> None:
+    """Replace ``path`` atomically with ``data`` (0600): readers see the old or the new file.
+
+    With ``sync_folder=False`` the replacement is atomic but its durability is left to a later
+    :func:`fsync_folder` of the same folder, so many replacements share one folder sync; until
+    then a crash may bring back the old file (whole, never a mix).
+    """
     tmp = _write_temp(path, data)
     try:
         os.replace(tmp, path)
@@ -46,7 +51,13 @@ def write_private(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if sync_folder:
+        _fsync_dir(path.parent)
+
+
+def fsync_folder(path: Path) -> None:
+    """Make every replacement and removal done so far in the folder ``path`` durable."""
+    _fsync_dir(path)
 
 
 def create_private_once(path: Path, data: bytes) -> bool:

@@ -1,0 +1,55 @@
+"""Advisory locks of the key store: one rotation at a time, no subject change mid-re-wrap.
+
+Two lock files sit in the key store folder (0600, always empty)::
+
+    rotate.lock     held exclusively, without waiting, for the whole of a rotation: a second
+                    rotation is refused at once instead of racing the first
+    subjects.lock   shared by every writer of ``subjects/`` (creating or destroying a subject),
+                    exclusive for each step of a rotation that rewrites a subject file or
+                    keystore.json, so a destroyed subject is never written back by a re-wrap
+                    and a backup taken under it is consistent
+
+They are ``flock(2)`` locks: the kernel drops them when the holding process dies, so a killed
+rotation never leaves a stale lock behind, and an operator can take one from a shell with
+``flock(1)`` (docs/keys.md, "Backups").
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mainsdk_memory._files import FILE_MODE
+
+__all__ = ["ROTATE_LOCK", "SUBJECTS_LOCK", "LockHeld", "file_lock"]
+
+ROTATE_LOCK = "rotate.lock"
+SUBJECTS_LOCK = "subjects.lock"
+
+
+class LockHeld(Exception):
+    """A non-blocking lock is held by another process (or another handle of this one)."""
+
+
+@contextmanager
+def file_lock(path: Path, *, exclusive: bool, wait: bool = True) -> Iterator[None]:
+    """Hold a ``flock`` on ``path`` (created 0600 if missing) for the ``with`` block.
+
+    With ``wait=False`` a lock held elsewhere raises :class:`LockHeld` at once.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)  # independent of the umask
+        operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        if not wait:
+            operation |= fcntl.LOCK_NB
+        try:
+            fcntl.flock(fd, operation)
+        except BlockingIOError as exc:
+            raise LockHeld(path.name) from exc
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
