@@ -736,12 +736,19 @@ class ScopedMemory(_Handle):
 
         An agent cannot erase on its own; the returned request is ``pending`` until the
         person's handle (:meth:`Memory.person`) calls ``approve`` (the erase runs and a
-        receipt is returned) or ``reject``.
+        receipt is returned) or ``reject``. Asking again for the same memory returns the same
+        pending request.
         """
         with self._begin("forget-request", [memory_id]) as note:
             tenant_id = self._tenant
             _, current = self._current_row(tenant_id, memory_id)
             self._check_write(tenant_id, new_personal_memory=False)
+            prefix = f"forget/{self._pseudonym(tenant_id)}/"
+            for _, document in self._memory._control.list(tenant_id, prefix):
+                if document["memory_id"] == current.memory_id and document["agent"] == self.agent:
+                    note.outcome = "pending"
+                    note.extra.append(("request", document["id"]))
+                    return ForgetRequest.model_validate(document)  # asking twice is one request
             request = ForgetRequest(
                 id="fgr_" + secrets.token_hex(12),
                 memory_id=current.memory_id,
@@ -750,9 +757,7 @@ class ScopedMemory(_Handle):
                 requested_at=self._memory._now(),
             )
             self._memory._control.put(
-                tenant_id,
-                f"forget/{self._pseudonym(tenant_id)}/{request.id}",
-                request.model_dump(mode="json"),
+                tenant_id, f"{prefix}{request.id}", request.model_dump(mode="json")
             )
             note.outcome = "pending"
             note.extra.append(("request", request.id))

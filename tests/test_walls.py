@@ -264,6 +264,7 @@ def test_an_agents_forget_waits_for_the_person(memory: Memory, keys_path: Path) 
     record = bot.remember("Ada's old phone number is 555-0101.")
     request = bot.forget(record.id)
     assert isinstance(request, ForgetRequest) and request.status == "pending"
+    assert bot.forget(record.id) == request  # asking twice is one request
     assert bot.get(record.id).text.endswith("555-0101.")  # nothing erased yet
     ada = memory.person("ada")
     assert [r.id for r in ada.pending()] == [request.id]
