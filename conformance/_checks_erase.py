@@ -173,3 +173,29 @@ def check_no_bytes_left(ctx: CheckContext) -> str | None:
                 f"memory is still in raw storage, at {where!r}"
             )
     return f"{len(needles)} traces of 2 versions looked for in {len(haystacks)} places"
+
+
+@check("erase", needs=("hard_erase",))
+def check_deleted_control_records_leave_no_bytes(ctx: CheckContext) -> str | None:
+    """For erase='hard': a deleted control record's bytes are gone from raw_dump()."""
+    driver, rows = ctx.driver, ctx.rows
+    tenant, app = rows.tenant(), rows.app()
+    kept, deleted = rows.sealed(), rows.sealed()
+    driver.control_put(tenant, app, "grant/kept", kept)
+    driver.control_put(tenant, app, "grant/deleted", rows.sealed())
+    driver.control_put(tenant, app, "grant/deleted", deleted)  # replaced, then deleted
+    driver.control_put(tenant, app, "grant/deleted", None)
+    haystacks = _haystacks(driver.raw_dump())
+    if not any(_find(needle, haystacks) for needle in _blob_needles(kept, "")):
+        raise CheckFailed(
+            "raw_dump() does not show a control record that was kept, in any form: it does "
+            "not cover the control records, so their deletion cannot be verified"
+        )
+    for needle in _blob_needles(deleted, "the deleted control record"):
+        where = _find(needle, haystacks)
+        if where is not None:
+            raise CheckFailed(
+                f"erase is declared 'hard', but {needle.what} is still in raw storage, at "
+                f"{where!r}: control_put(key, None) must delete for good"
+            )
+    return None

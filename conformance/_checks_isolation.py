@@ -166,8 +166,15 @@ def check_sessions(ctx: CheckContext) -> str | None:
         ctx.rows.row(scope, terms={term: 1}, session="s2", trust="untrusted", pinned=True),
     ]
     ctx.put_all(rows)
-    for session in (None, "s1", "s2", "s3"):
-        where = scope.where(session=session)
+    for session, everything in (
+        (None, False),
+        ("s1", False),
+        ("s2", False),
+        ("s3", False),
+        (None, True),
+    ):
+        where = scope.where(session=session, any_session=everything)
+        seen_as = "any session" if everything else f"session {session!r}"
         allowed = [row for row in rows if where.matches(row)]
         got = ctx.driver.list(where, limit=READ_ALL)
         calls = [("list()", got)]
@@ -183,8 +190,8 @@ def check_sessions(ctx: CheckContext) -> str | None:
                 ):
                     kind = "session-only" if row.session_only else "quarantined"
                     raise CheckFailed(
-                        f"{call} in session {session!r} returned {label(row)}, a {kind} row "
+                        f"{call} in {seen_as} returned {label(row)}, a {kind} row "
                         f"of session {row.session!r}: rows leak across sessions"
                     )
-            expect_rows(found, allowed, f"{call} in session {session!r}")
+            expect_rows(found, allowed, f"{call} in {seen_as}")
     return "session-only rows and quarantined rows"

@@ -59,6 +59,12 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability("pagination", "list() is newest first and pages with `after` without gaps."),
     Capability("raw_storage", "raw_dump() shows what the driver stores."),
     Capability(
+        "retention", "Filter.retention hides memories past their cutoff; expired() lists them."
+    ),
+    Capability(
+        "control", "Control records: exact bytes, by prefix, deleted for good, per tenant and app."
+    ),
+    Capability(
         "erase",
         "erase() removes every version; a 'hard' erase leaves no byte in raw storage.",
         shown=lambda caps: repr(caps.erase),

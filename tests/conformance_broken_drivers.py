@@ -160,6 +160,15 @@ class _Unlocked:
         return None
 
 
+class ControlLeakingDriver(LocalDriver):
+    """Lie: control records (grants, kill switches) are kept per app, shared by all tenants."""
+
+    name = "control-leaking"
+
+    def _control_dir(self, tenant: str, app: str) -> Path:
+        return self.root / "_control" / app
+
+
 class NoSearchDriver(LocalDriver):
     """No lie: declares neither text search nor time travel (and is not asked for them)."""
 

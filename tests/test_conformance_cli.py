@@ -19,7 +19,7 @@ def test_the_local_driver_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--driver", "mainsdk_memory.drivers.local:LocalDriver"]) == 0
     out = capsys.readouterr().out
     assert "Conformance of driver 'local' (mainsdk_memory.drivers.local:LocalDriver)" in out
-    assert "PASSED: all 11 declared capabilities hold." in out
+    assert "PASSED: all 13 declared capabilities hold." in out
     assert "not declared  vectors" in out
 
 
@@ -74,4 +74,4 @@ def test_the_installed_command_exits_1_for_a_lying_driver() -> None:
     assert done.returncode == 1, done.stderr
     assert "failed        isolation" in done.stdout
     assert "rows leak across tenants" in done.stdout
-    assert "FAILED: 1 of 11 declared capabilities do not hold: isolation." in done.stdout
+    assert "FAILED: 1 of 13 declared capabilities do not hold: isolation." in done.stdout

@@ -21,7 +21,7 @@ from mainsdk_memory.drivers.local import LocalDriver
 from tests import conformance_broken_drivers as broken
 
 REQUIRED = {"protocol", "round_trip", "versions", "filters", "isolation", "pagination",
-            "raw_storage", "erase"}  # fmt: skip
+            "raw_storage", "retention", "control", "erase"}  # fmt: skip
 
 
 def _statuses(report: Report) -> dict[str, Status]:
@@ -49,6 +49,9 @@ LIARS = [
     pytest.param(broken.LostUpdateDriver, "concurrent_writers",
                  ["concurrent_writers is declared", "both succeeded", "lost"],
                  id="declares-concurrent-writers-but-loses-updates"),
+    pytest.param(broken.ControlLeakingDriver, "control",
+                 ["control_get in another tenant", "this tenant's record"],
+                 id="shares-control-records-across-tenants"),
     pytest.param(broken.BadRegionsDriver, "regions", ["'EU West'", "not a region name"],
                  id="declares-a-malformed-region"),
     pytest.param(broken.VectorClaimDriver, "vectors", ["vectors is declared", "no vectors"],
@@ -93,6 +96,7 @@ def test_the_local_driver_passes_every_declared_capability() -> None:
     assert {check.check: check.status for check in erase.checks} == {
         "erase.removes_every_version": Status.PASSED,
         "erase.no_bytes_left": Status.PASSED,
+        "erase.deleted_control_records_leave_no_bytes": Status.PASSED,
     }
     assert erase.declared == "'hard'"
 
@@ -173,7 +177,7 @@ def test_the_report_reads_as_json_and_as_a_table() -> None:
     failed_checks = [c for c in by_name["text_search"]["checks"] if c["status"] == "failed"]
     assert failed_checks and all("unsorted" in c["reason"] for c in failed_checks)
     table = report.summary()
-    assert "FAILED: 1 of 11 declared capabilities do not hold: text_search." in table
+    assert "FAILED: 1 of 13 declared capabilities do not hold: text_search." in table
     assert "text_search.matches_reference: search() for" in table
 
 
