@@ -162,7 +162,7 @@ def _expect_no_errors(outcomes: list[_Outcome]) -> None:
             )
 
 
-PER_WRITER = 12
+PER_WRITER = 8
 
 
 @check("concurrent_writers")
@@ -191,7 +191,7 @@ def check_parallel_new_memories(ctx: CheckContext) -> str | None:
     return f"{len(expected)} memories; {note}"
 
 
-REVISIONS_PER_WRITER = 4
+REVISIONS_PER_WRITER = 3
 
 
 def _revise(scope: Scope, memory_id: str, seed: int) -> Job:

@@ -22,10 +22,10 @@ def _past(row: StoredRow, retention: Retention) -> bool:
     return any(label in row.labels and row.created_at < cutoff for label, cutoff in retention)
 
 
-def _labelled_rows(ctx: CheckContext, scope: Scope, term: str) -> list[StoredRow]:
+def _labelled_rows(ctx: CheckContext, scope: Scope, term: str, count: int = 15) -> list[StoredRow]:
     labels = [("personal",), ("health", "personal"), ("none",), ("health",), ("billing",)]
     rows = []
-    for index in range(15):
+    for index in range(count):
         rows.append(ctx.rows.row(scope, labels=labels[index % len(labels)], terms={term: 1}))
     rows.append(
         ctx.rows.row(scope, labels=("personal",), terms={term: 1}, session="s1", session_only=True)
@@ -70,8 +70,8 @@ def check_expired_lists_exactly_the_expired(ctx: CheckContext) -> str | None:
     shared = Scope(scope.tenant, scope.app, TENANT_SUBJECT)
     neighbour = ctx.scope(tenant=scope.tenant, app=scope.app)
     term = ctx.rows.term()
-    rows = _labelled_rows(ctx, scope, term) + _labelled_rows(ctx, shared, term)
-    rows += _labelled_rows(ctx, neighbour, term)
+    rows = _labelled_rows(ctx, scope, term) + _labelled_rows(ctx, shared, term, 8)
+    rows += _labelled_rows(ctx, neighbour, term, 5)
     rows.append(ctx.rows.row(scope, labels=("personal",), session="s2", trust="untrusted"))
     ctx.put_all(rows)
     revised = ctx.rows.revision(rows[0])  # one memory, two versions: listed once
@@ -85,7 +85,7 @@ def check_expired_lists_exactly_the_expired(ctx: CheckContext) -> str | None:
         Scope(scope.tenant + "0", scope.app, scope.subject),
         Scope(scope.tenant, scope.app + "0", scope.subject),
     ):
-        elsewhere += _labelled_rows(ctx, other, term)
+        elsewhere += _labelled_rows(ctx, other, term, 3)
     ctx.put_all(elsewhere)
     latest = max(row.created_at for row in rows + elsewhere) + timedelta(seconds=1)
     cases: list[Retention] = [

@@ -91,7 +91,9 @@ def _expect_reference(
     return len(want)
 
 
-def _corpus(ctx: CheckContext) -> tuple[Scope, list[StoredRow], list[list[str]]]:
+def _corpus(
+    ctx: CheckContext, people: int = 24, shared_rows: int = 8, strangers: int = 8
+) -> tuple[Scope, list[StoredRow], list[list[str]]]:
     """A person's rows and the tenant's rows, with two vocabularies of the same words, plus
     rows the filter must leave out of the corpus (another subject's; other kinds)."""
     rng = ctx.rows.rng
@@ -110,13 +112,13 @@ def _corpus(ctx: CheckContext) -> tuple[Scope, list[StoredRow], list[list[str]]]
         return chosen
 
     stored: list[StoredRow] = []
-    for _ in range(24):
+    for _ in range(people):
         stored.append(ctx.rows.row(scope, terms=terms_from(person_vocab)))
     shared = Scope(scope.tenant, scope.app, TENANT_SUBJECT)
-    for _ in range(8):
+    for _ in range(shared_rows):
         stored.append(ctx.rows.row(shared, terms=terms_from(tenant_vocab)))
     stranger = ctx.scope(tenant=scope.tenant, app=scope.app)
-    for _ in range(8):  # same tokens, another subject: must not count in N or df
+    for _ in range(strangers):  # same tokens, another subject: must not count in N or df
         stored.append(ctx.rows.row(stranger, terms=terms_from(person_vocab)))
     tie_terms = {person_vocab[0]: 1, person_vocab[1]: 1}
     stored += [ctx.rows.row(scope, terms=dict(tie_terms)) for _ in range(3)]  # equal scores
@@ -161,7 +163,7 @@ def check_matches_reference(ctx: CheckContext) -> str | None:
 @check("text_search")
 def check_scores_in_range(ctx: CheckContext) -> str | None:
     """Every score search() returns is a float in [0, 1]."""
-    scope, _stored, groups = _corpus(ctx)
+    scope, _stored, groups = _corpus(ctx, people=10, shared_rows=4, strangers=0)
     where = Filter(tenant=scope.tenant, app=scope.app, subjects=(scope.subject, TENANT_SUBJECT))
     for picked in ([0], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], [3, 3, 3]):
         hits = ctx.driver.search(where, [set(groups[i]) for i in picked], top_k=100)
@@ -169,12 +171,17 @@ def check_scores_in_range(ctx: CheckContext) -> str | None:
         if problem is not None:
             raise CheckFailed(f"search() for terms {picked}: {problem}")
     single = ctx.scope()
-    only = ctx.rows.row(single, terms={"f" * 32: 1})
-    ctx.driver.put(only)
-    hits = ctx.driver.search(single.where(), [{"f" * 32}], top_k=1)
+    term = ctx.rows.term()
+    ctx.driver.put(ctx.rows.row(single, terms={term: 1}))
+    hits = ctx.driver.search(single.where(), [{term}], top_k=1)
     problem = _score_problem(hits)
     if problem is not None:
         raise CheckFailed(f"search() over a single row: {problem}")
+    ctx.driver.put(ctx.rows.row(single, terms={term: 1000}))  # near the ceiling of 1
+    hits = ctx.driver.search(single.where(), [{term}, {term}], top_k=2)
+    problem = _score_problem(hits)
+    if problem is not None:
+        raise CheckFailed(f"search() for a saturated term: {problem}")
     return None
 
 
