@@ -1,0 +1,438 @@
+"""The stores a benchmark runs on: configurations, a PostgreSQL server, clocks and bulk loading.
+
+A configuration (:class:`StoreConfig`) is a name plus a function that opens a
+:class:`~mainsdk_memory.Memory` on a fresh store of one driver, so "sealed on SQLite",
+"unsealed on the local driver" and "hybrid on PostgreSQL" are all just rows of one table.
+
+The unsealed baseline lives here and only here: :class:`PlainKeyStore` hands out key handles
+whose ``seal``/``open``/``blind`` are identity functions, so the very same SDK and driver code
+runs with sealing switched off. It is never part of the product.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from importlib import util as importlib_util
+from pathlib import Path
+from typing import Any, cast
+
+from mainsdk_memory import Memory
+from mainsdk_memory.drivers import StoredRow, open_driver
+from mainsdk_memory.keys import KeyStore, SigningKey
+
+__all__ = [
+    "APP",
+    "TENANT",
+    "Clock",
+    "Opener",
+    "PlainKeyStore",
+    "PostgresServer",
+    "SteppingClock",
+    "StoreConfig",
+    "Workspace",
+    "bulk_load",
+    "hybrid_unavailable",
+    "make_configs",
+    "opened",
+]
+
+APP = "bench"
+TENANT = "bench"
+#: A PostgreSQL server to use instead of starting pgserver (its user must be a superuser).
+POSTGRES_ENV = "MAINSDK_BENCH_POSTGRES_URL"
+
+Clock = Callable[[], datetime]
+
+
+class SteppingClock:
+    """A deterministic clock: ``start``, then one ``step`` later on every call.
+
+    Recorded times are then the same in every run and strictly increasing in call order, so
+    BM25 ties (broken by ``recorded_at``) resolve the same way on every driver.
+    """
+
+    def __init__(
+        self,
+        start: datetime = datetime(2024, 1, 1, tzinfo=UTC),
+        step: timedelta = timedelta(milliseconds=1),
+    ) -> None:
+        self._now = start
+        self._step = step
+        self._lock = threading.Lock()
+
+    def __call__(self) -> datetime:
+        """The next instant."""
+        with self._lock:
+            now = self._now
+            self._now += self._step
+            return now
+
+
+# --- the unsealed baseline (benchmark only) -------------------------------------------------
+
+
+class _PlainKeys:
+    """Benchmark only: a key handle whose seal, open and blind do nothing.
+
+    ``seal`` returns the plaintext, ``open`` the envelope, ``blind`` the term itself; the
+    pseudonym is ``p_`` + the name. With it the SDK stores plaintext rows and plain index
+    terms through exactly the same code paths as the sealed store.
+    """
+
+    label = "plain (benchmark baseline)"
+
+    def seal(self, plaintext: bytes, associated_data: bytes) -> bytes:
+        """Identity."""
+        return plaintext
+
+    def open(self, envelope: bytes, associated_data: bytes) -> bytes:
+        """Identity."""
+        return envelope
+
+    def blind(self, term: str) -> str:
+        """Identity."""
+        return term
+
+    def pseudonym(self, name: str) -> str:
+        """``p_`` + the name (benchmark person names are safe folder names)."""
+        return "p_" + name
+
+
+class PlainKeyStore:
+    """Benchmark only: a key store whose subject keys are :class:`_PlainKeys`.
+
+    Receipts are still signed with the real key store's signing key, so forget and erase run
+    their full paths; only sealing and blinding are switched off.
+    """
+
+    def __init__(self, real: KeyStore) -> None:
+        self._real = real
+        self._plain = _PlainKeys()
+
+    def subject_keys(
+        self, tenant: str, app: str, subject: str, *, create: bool
+    ) -> _PlainKeys:
+        """The same identity handle for every subject."""
+        return self._plain
+
+    def destroy_subject(self, tenant: str, app: str, subject: str) -> bool:
+        """Nothing to destroy; says a key existed."""
+        return True
+
+    @property
+    def signing_key(self) -> SigningKey:
+        """The real store's receipt-signing key."""
+        return self._real.signing_key
+
+    def export_public_jwks(self) -> dict[str, Any]:
+        """The real store's public keys."""
+        return self._real.export_public_jwks()
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------
+
+
+class PostgresServer:
+    """A PostgreSQL server for the benchmark: ``MAINSDK_BENCH_POSTGRES_URL`` or pgserver.
+
+    pgserver (PostgreSQL 16 from PyPI) is started in a temporary folder with its default
+    settings (``fsync`` on: writes are as durable as a real deployment's). Each store is a
+    new database with the schema from ``memory db upgrade``.
+    """
+
+    def __init__(self) -> None:
+        self._server: Any = None
+        self._folder: Path | None = None
+        self._admin: Any = None
+        self._count = 0
+        self._made: list[str] = []
+
+    def start(self) -> None:
+        """Connect to the configured server or start pgserver."""
+        from sqlalchemy.engine import make_url
+
+        configured = os.environ.get(POSTGRES_ENV)
+        if configured:
+            self._admin = make_url(configured).set(drivername="postgresql+psycopg")
+            return
+        import pgserver
+
+        self._folder = Path(tempfile.mkdtemp(prefix="mainsdk-bench-pg-"))
+        self._server = pgserver.get_server(self._folder / "data", cleanup_mode="delete")
+        self._admin = make_url(self._server.get_uri()).set(drivername="postgresql+psycopg")
+
+    def _libpq(self, database: str | None = None) -> str:
+        url = self._admin.set(drivername="postgresql")
+        if database is not None:
+            url = url.set(database=database)
+        return str(url.render_as_string(hide_password=False))
+
+    def execute(self, statement: str, database: str | None = None) -> list[tuple[Any, ...]]:
+        """Run one statement as the admin user (autocommit) and return its rows, if any."""
+        import psycopg
+
+        with psycopg.connect(self._libpq(database), autocommit=True) as connection:
+            cursor = connection.execute(statement.encode())
+            return list(cursor.fetchall()) if cursor.description else []
+
+    def settings(self) -> dict[str, str]:
+        """Server version and the durability settings that shape write latency."""
+        names = ("server_version", "fsync", "synchronous_commit", "shared_buffers")
+        return {name: str(self.execute(f"SHOW {name}")[0][0]) for name in names}
+
+    def new_store(self) -> str:
+        """A new database with the current schema; its store URL."""
+        from mainsdk_memory.drivers.db import upgrade
+
+        if self._admin is None:
+            self.start()
+        self._count += 1
+        name = f"mainsdk_bench_{os.getpid()}_{self._count}"
+        self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.execute(f'CREATE DATABASE "{name}"')
+        self._made.append(name)
+        url = str(self._admin.set(database=name).render_as_string(hide_password=False))
+        upgrade(url)
+        return url
+
+    def analyze(self, url: str) -> None:
+        """ANALYZE the store's tables (what autovacuum does after a bulk load)."""
+        from sqlalchemy.engine import make_url
+
+        self.execute("ANALYZE", make_url(url).database)
+
+    def drop(self, url: str) -> None:
+        """Drop a database made by :meth:`new_store`."""
+        from sqlalchemy.engine import make_url
+
+        name = make_url(url).database
+        if name in self._made:
+            self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            self._made.remove(name)
+
+    def stop(self) -> None:
+        """Drop every database made here; stop and delete a pgserver started here."""
+        if self._admin is None:
+            return
+        if self._server is None:
+            for name in list(self._made):
+                with contextlib.suppress(Exception):
+                    self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        else:
+            self._server.cleanup()
+        self._made.clear()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+        self._admin = None
+
+
+# --- workspace and configurations ------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """A scratch folder with one key store, and fresh store URLs on each driver."""
+
+    root: Path
+    postgres: PostgresServer = field(default_factory=PostgresServer)
+    _count: int = 0
+
+    @property
+    def keys(self) -> Path:
+        """The key store every store of this run is sealed with (created on first use)."""
+        path = self.root / "keys"
+        if not path.exists():
+            KeyStore.create(path)
+        return path
+
+    def new_url(self, driver: str) -> str:
+        """A fresh, empty store on ``driver`` (``local``, ``sqlite`` or ``postgresql``)."""
+        self._count += 1
+        if driver == "local":
+            return f"local:{self.root / f'store-{self._count}'}"
+        if driver == "sqlite":
+            return f"sqlite:///{self.root / f'store-{self._count}.db'}"
+        if driver == "postgresql":
+            return self.postgres.new_store()
+        raise ValueError(f"unknown driver {driver!r}")
+
+    def release(self, url: str) -> None:
+        """Delete a store made by :meth:`new_url` (files, or the database)."""
+        if url.startswith("local:"):
+            shutil.rmtree(url.removeprefix("local:"), ignore_errors=True)
+        elif url.startswith("sqlite:///"):
+            Path(url.removeprefix("sqlite:///")).unlink(missing_ok=True)
+        elif url.startswith("postgresql"):
+            self.postgres.drop(url)
+
+    def settle(self, url: str) -> None:
+        """Make a store ready to be measured: ANALYZE on PostgreSQL, nothing elsewhere."""
+        if url.startswith("postgresql"):
+            self.postgres.analyze(url)
+
+    def close(self) -> None:
+        """Stop the PostgreSQL server if one was started."""
+        self.postgres.stop()
+
+
+Opener = Callable[[str, Path, Clock], Memory]
+"""Opens a Memory on a store URL with a key store folder and a clock."""
+
+
+def _open_sealed(url: str, keys: Path, clock: Clock) -> Memory:
+    return Memory.open(url, keys=keys, app=APP, clock=clock)
+
+
+def _open_unsealed(url: str, keys: Path, clock: Clock) -> Memory:
+    driver = open_driver(url)
+    try:
+        plain = cast(KeyStore, PlainKeyStore(KeyStore.open(keys)))
+        return Memory(driver, plain, app=APP, clock=clock)
+    except BaseException:
+        driver.close()
+        raise
+
+
+@functools.lru_cache(maxsize=1)
+def hybrid_unavailable() -> str | None:
+    """Why the hybrid (embedder) configuration cannot run here, or ``None`` if it can."""
+    if "embedder" not in inspect.signature(Memory.open).parameters:
+        return "Memory.open does not accept embedder= yet (hybrid recall is not merged)."
+    if importlib_util.find_spec("mainsdk_memory.embeddings") is None:
+        return "mainsdk_memory.embeddings is not importable."
+    try:
+        from mainsdk_memory import embeddings
+
+        embeddings.MiniLMEmbedder()
+    except Exception as exc:  # the model or torch missing: report, do not fail the run
+        return f"MiniLMEmbedder cannot be built here: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _open_hybrid(url: str, keys: Path, clock: Clock) -> Memory:
+    from mainsdk_memory import embeddings
+
+    embedder = embeddings.MiniLMEmbedder()
+    opener = cast(Callable[..., Memory], Memory.open)
+    return opener(url, keys=keys, app=APP, clock=clock, embedder=embedder)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """One configuration: a driver and a way to open a Memory on it."""
+
+    name: str
+    driver: str
+    opener: Opener
+    sealed: bool = True
+    hybrid: bool = False
+    unavailable: Callable[[], str | None] = lambda: None
+    """Why the configuration cannot run here (``None``: it can)."""
+
+    def open(self, url: str, keys: Path, clock: Clock) -> Memory:
+        """A Memory on ``url`` in this configuration."""
+        return self.opener(url, keys, clock)
+
+
+def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
+    """Every configuration on ``drivers``: sealed, unsealed and hybrid for each."""
+    configs: dict[str, StoreConfig] = {}
+    for driver in drivers:
+        configs[driver] = StoreConfig(driver, driver, _open_sealed)
+        configs[f"{driver}-unsealed"] = StoreConfig(
+            f"{driver}-unsealed", driver, _open_unsealed, sealed=False
+        )
+        configs[f"{driver}-hybrid"] = StoreConfig(
+            f"{driver}-hybrid", driver, _open_hybrid, hybrid=True, unavailable=hybrid_unavailable
+        )
+    return configs
+
+
+# --- bulk loading (scale points only) -------------------------------------------------------
+
+
+def _load_local(memory: Memory, rows: Sequence[StoredRow]) -> None:
+    """Write rows as the local driver's own memory files, synced once at the end.
+
+    The files, their JSON (the driver's ``_row_to_json``), the folder layout and the change
+    log are exactly what ``LocalDriver.put`` writes; only the fsyncs are left out (the rows
+    are read back from the page cache either way, and a benchmark store need not survive a
+    crash).
+    """
+    from mainsdk_memory._files import make_private_dir
+    from mainsdk_memory.drivers.local import _driver as local
+
+    driver = cast(Any, memory.driver)
+    driver._ensure_store()
+    folders: dict[Path, list[str]] = {}
+    for row in rows:
+        folder = driver._subject_dir(row.tenant, row.app, row.subject)
+        if folder not in folders:
+            make_private_dir(folder)
+            folders[folder] = []
+        payload = json.dumps({"versions": [local._row_to_json(row)]}).encode()
+        fd = os.open(folder / f"{row.memory_id}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, payload)
+        finally:
+            os.close(fd)
+        folders[folder].append(row.memory_id)
+    for folder, ids in folders.items():
+        with open(folder / ".changes", "ab") as log:
+            log.write("".join(f"{memory_id}\n" for memory_id in ids).encode("ascii"))
+
+
+def _load_db(memory: Memory, rows: Sequence[StoredRow], batch: int = 2000) -> None:
+    """Batched INSERTs of the driver's own row values and postings, one transaction a batch."""
+    from sqlalchemy import insert
+
+    from mainsdk_memory.drivers.db import _driver as db
+    from mainsdk_memory.drivers.db._engine import transaction
+    from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
+
+    driver = cast(Any, memory.driver)
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        postings = [
+            {"tenant": row.tenant, "app": row.app, "subject": row.subject, "term": term,
+             "memory_id": row.memory_id, "version": row.version, "tf": tf}
+            for row in chunk
+            for term, tf in row.terms.items()
+        ]
+        with transaction(driver.engine, driver.dialect, tenant=chunk[0].tenant, write=True) as c:
+            c.execute(insert(VERSIONS), [db._row_values(row) for row in chunk])
+            if postings:
+                c.execute(insert(POSTINGS), postings)
+
+
+def bulk_load(memory: Memory, rows: Sequence[StoredRow]) -> None:
+    """Put already sealed rows into ``memory``'s store without a write path per row."""
+    if not rows:
+        return
+    if memory.driver.name == "local":
+        _load_local(memory, rows)
+    elif memory.driver.name == "db":
+        _load_db(memory, rows)
+    else:
+        for row in rows:
+            memory.driver.put(row)
+
+
+@contextlib.contextmanager
+def opened(config: StoreConfig, url: str, keys: Path, clock: Clock) -> Iterator[Memory]:
+    """Open ``config`` on ``url`` for the block, then close it."""
+    memory = config.open(url, keys, clock)
+    try:
+        yield memory
+    finally:
+        memory.close()

@@ -1,0 +1,378 @@
+"""The benchmark suite: LoCoMo quality, speed and scale, the cost of privacy; JSON and Markdown.
+
+``python -m benchmarks`` runs the full size on every driver and writes
+``benchmarks/results/full.json``, ``docs/benchmarks.md`` and ``docs/benchmarks/*.png``.
+``python -m benchmarks --size smoke`` is the tiny size CI runs (one slice of one conversation,
+200 memories, local and SQLite). Targets are reported, never enforced: the exit status is 0
+whether or not a target is met, and non-zero only when the run itself fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import locomo, report
+from benchmarks.machine import describe
+from benchmarks.speed import (
+    Corpus,
+    DriverRun,
+    SpeedPlan,
+    blind_vs_plain_bm25,
+    run_driver,
+    seal_rows,
+)
+from benchmarks.stores import SteppingClock, StoreConfig, Workspace, make_configs, opened
+
+__all__ = ["SIZES", "Size", "main", "run"]
+
+REPO = Path(__file__).resolve().parents[1]
+DRIVERS = ("local", "sqlite", "postgresql")
+SCHEMA = 1
+
+#: Targets (reported, never enforced).
+TARGET_SEALING_RATIO = 1.3
+TARGET_RECALL_P95_MS = 50.0
+TARGET_P95_AT = 10_000
+TARGET_P95_DRIVERS = ("local", "postgresql")
+TARGET_SEALED_RECALL5 = 0.526
+TARGET_HYBRID_RECALL5 = 0.65
+
+
+@dataclass(frozen=True)
+class Size:
+    """How big a run is."""
+
+    name: str
+    drivers: tuple[str, ...]
+    locomo_limit: int | None
+    """Conversations (the smallest first); ``None``: all ten."""
+    locomo_sessions: int | None
+    """Sessions per conversation; ``None``: all."""
+    speed: SpeedPlan = field(default_factory=SpeedPlan)
+    workers: int = 4
+
+
+SIZES: dict[str, Size] = {
+    "full": Size("full", DRIVERS, None, None),
+    "smoke": Size(
+        "smoke",
+        ("local", "sqlite"),
+        locomo_limit=1,
+        locomo_sessions=2,
+        speed=SpeedPlan(
+            write_n=10, scale=(200,), unsealed_scale=(200,), queries=6, scale_queries=(6,),
+            persons=3, per_person=10, person_queries=4, person_writes=2, forgets=2, erases=1,
+            rss_at=200, profile_queries=2,
+        ),
+        workers=2,
+    ),
+}
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+# --- LoCoMo ---------------------------------------------------------------------------------
+
+
+def _run_locomo(
+    dataset: locomo.Dataset,
+    configs: Sequence[StoreConfig],
+    workspace: Workspace,
+    workers: int,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    conversations = dataset.conversations
+    results: dict[str, Any] = {}
+
+    started = time.perf_counter()
+    okapi = [locomo.rank_bm25_okapi(c) for c in conversations]
+    okapi_scores = locomo.score(conversations, [answers for answers, _ in okapi])
+    full_ranks = [rank for _, ranks in okapi for rank in ranks]
+    okapi_scores["overall"]["mrr_full"] = round(
+        sum(1.0 / r for r in full_ranks if r is not None) / max(1, len(full_ranks)), 4
+    )
+    results["rank_bm25"] = {
+        "status": "ok", "kind": "baseline", "driver": None,
+        "description": "rank_bm25.BM25Okapi, plaintext turns, lowercase \\w+ tokens, every turn",
+        "seconds": round(time.perf_counter() - started, 2), **okapi_scores,
+    }
+    started = time.perf_counter()
+    skip = {tuple(item.split("/", 1)) for item in dataset.refused_by_detector}
+    plain = [
+        locomo.rank_plain_ours(c, {dia for sample, dia in skip if sample == c.sample_id})
+        for c in conversations
+    ]
+    results["plaintext-ours"] = {
+        "status": "ok", "kind": "baseline", "driver": None,
+        "description": "bm25_rank on plaintext rows with the SDK's index_terms "
+                       "(stopwords, Snowball stems), no sealing",
+        "seconds": round(time.perf_counter() - started, 2),
+        **locomo.score(conversations, plain),
+    }
+    progress("LoCoMo baselines done")
+
+    rankings: dict[str, list[list[locomo.Ranked]]] = {}
+    for config in configs:
+        reason = config.unavailable()
+        entry: dict[str, Any] = {
+            "kind": "hybrid" if config.hybrid else "sdk", "driver": config.driver,
+            "description": ("BM25 + vectors (MiniLMEmbedder), sealed" if config.hybrid
+                            else "BM25 over blind terms, sealed"),
+        }
+        if reason is not None:
+            results[config.name] = {**entry, "status": "not run", "reason": reason}
+            progress(f"LoCoMo {config.name}: not run ({reason})")
+            continue
+        url = workspace.new_url(config.driver)
+        try:
+            started = time.perf_counter()
+            run = locomo.rank_with_sdk(
+                config, url, workspace.keys, conversations, workers=workers, progress=progress
+            )
+            rankings[config.name] = run.rankings
+            results[config.name] = {
+                **entry, "status": "ok", "seconds": round(time.perf_counter() - started, 1),
+                "remember_seconds_summed": run.remember_seconds,
+                "recall_seconds_summed": run.recall_seconds,
+                "refused_by_injection_check": run.refused,
+                **locomo.score(conversations, run.rankings),
+            }
+        except Exception as exc:  # a failing configuration is reported; the rest still runs
+            results[config.name] = {**entry, "status": "failed",
+                                    "reason": f"{type(exc).__name__}: {exc}"}
+            progress(f"LoCoMo {config.name}: FAILED {exc!r}")
+        finally:
+            workspace.release(url)
+        progress(f"LoCoMo {config.name}: {results[config.name].get('overall')}")
+
+    equality: dict[str, Any] = {}
+    for name, ranked in rankings.items():
+        if results[name]["kind"] != "sdk":
+            continue
+        compared = locomo.compare_rankings(ranked, plain)
+        compared["metrics_equal"] = (
+            results[name]["overall"] == results["plaintext-ours"]["overall"]
+            and results[name]["by_category"] == results["plaintext-ours"]["by_category"]
+        )
+        equality[f"{name} vs plaintext-ours"] = compared
+    return {"data": dataset.summary(), "results": results, "sealed_equals_plaintext": equality}
+
+
+# --- speed ----------------------------------------------------------------------------------
+
+
+def _run_speed(
+    dataset: locomo.Dataset,
+    drivers: Sequence[str],
+    configs: dict[str, StoreConfig],
+    workspace: Workspace,
+    plan: SpeedPlan,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
+    refused = set(dataset.refused_by_detector)
+    corpus = Corpus(
+        texts=[t.memory_text for c in dataset.conversations for t in c.turns
+               if f"{c.sample_id}/{t.dia_id}" not in refused],
+        queries=[q.question for c in dataset.conversations for q in c.questions],
+    )
+    largest = max(plan.scale)
+    scale_person = "scale"
+    scratch = workspace.new_url("local")
+    local = make_configs(["local"])  # sealing needs no store: any driver's Memory would do
+    started = time.perf_counter()
+    with opened(local["local"], scratch, workspace.keys, SteppingClock()) as sealer, \
+         opened(local["local-unsealed"], scratch, workspace.keys, SteppingClock()) as plain:
+        texts = [corpus.texts[i % len(corpus.texts)] for i in range(largest)]
+        scale_rows = seal_rows(sealer, scale_person, texts)
+        plain_rows = seal_rows(plain, scale_person, texts[: max(plan.unsealed_scale, default=0)])
+        seal_seconds = time.perf_counter() - started
+        person_rows = []
+        for i in range(plan.persons):
+            offset = (i * plan.per_person) % len(corpus.texts)
+            own = [corpus.texts[(offset + j) % len(corpus.texts)] for j in range(plan.per_person)]
+            person_rows += seal_rows(sealer, f"person-{i:05d}", own)
+        bm25 = blind_vs_plain_bm25(
+            sealer, scale_person, scale_rows[: plan.scale[0]], plain_rows[: plan.scale[0]],
+            corpus.queries[: plan.queries],
+        )
+    workspace.release(scratch)
+    progress(f"sealed {len(scale_rows) + len(person_rows)} rows for bulk loading "
+             f"in {time.perf_counter() - started:.0f} s")
+    run = DriverRun(workspace, corpus, plan, scale_rows, plain_rows, person_rows, scale_person,
+                    progress)
+    per_driver: dict[str, Any] = {}
+    for driver in drivers:
+        progress(f"speed: {driver}")
+        try:
+            per_driver[driver] = run_driver(run, configs[driver], configs[f"{driver}-unsealed"])
+        except Exception as exc:
+            per_driver[driver] = {"driver": driver, "status": "failed",
+                                  "reason": f"{type(exc).__name__}: {exc}"}
+            progress(f"speed {driver}: FAILED {exc!r}")
+    return {
+        "plan": asdict(plan),
+        "seal_rows_per_s": round(len(scale_rows) / seal_seconds, 1) if seal_seconds else None,
+        "bm25_blind_vs_plain": bm25,
+        "drivers": per_driver,
+    }
+
+
+# --- targets --------------------------------------------------------------------------------
+
+
+def _target(
+    name: str, goal: str, measured: Any, met: bool | None, note: str = ""
+) -> dict[str, Any]:
+    return {"target": name, "goal": goal, "measured": measured, "met": met, "note": note}
+
+
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each target with what was measured and whether it was met (``None``: not measured)."""
+    found = []
+    speed = result.get("speed", {}).get("drivers", {})
+    for driver, data in speed.items():
+        if "write" not in data:
+            continue
+        write = data["write"]["ratio_total_time"]
+        found.append(_target(f"sealing overhead on write ({driver})", f"< {TARGET_SEALING_RATIO}x",
+                             write, None if write is None else write < TARGET_SEALING_RATIO))
+        for point in [data["recall"], *data.get("scale", [])]:
+            ratio = point.get("ratio_p50")
+            if ratio is None:
+                continue
+            found.append(_target(
+                f"sealing overhead on recall, {point['memories']:,} memories ({driver})",
+                f"< {TARGET_SEALING_RATIO}x (p50)", ratio, ratio < TARGET_SEALING_RATIO))
+        for point in data.get("scale", []):
+            if point["memories"] == TARGET_P95_AT:
+                p95 = point["sealed"]["p95_ms"]
+                found.append(_target(
+                    f"recall p95 at {TARGET_P95_AT:,} memories per person ({driver})",
+                    f"< {TARGET_RECALL_P95_MS:g} ms"
+                    + ("" if driver in TARGET_P95_DRIVERS else " (not a target driver)"),
+                    p95, p95 < TARGET_RECALL_P95_MS))
+    locomo_results = result.get("locomo", {}).get("results", {})
+    for name, data in locomo_results.items():
+        if data["kind"] == "baseline":
+            continue
+        goal = TARGET_HYBRID_RECALL5 if data["kind"] == "hybrid" else TARGET_SEALED_RECALL5
+        if data["status"] != "ok":
+            found.append(_target(f"LoCoMo recall@5 ({name})", f">= {goal}", None, None,
+                                 data.get("reason", "")))
+            continue
+        value = data["overall"]["recall@5"]
+        found.append(_target(f"LoCoMo recall@5 ({name})", f">= {goal}", value, value >= goal))
+    return found
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def run(
+    size: Size,
+    *,
+    data: Path,
+    drivers: Sequence[str],
+    workdir: Path,
+    skip_locomo: bool = False,
+    skip_speed: bool = False,
+    progress: Callable[[str], None] = _log,
+) -> dict[str, Any]:
+    """Run the suite and return the result document (also what the JSON file holds)."""
+    started = time.perf_counter()
+    dataset = locomo.load(data, limit=size.locomo_limit, sessions=size.locomo_sessions)
+    progress(f"LoCoMo: {dataset.summary()['turns']} turns, "
+             f"{dataset.summary()['questions']} questions")
+    workspace = Workspace(workdir)
+    result: dict[str, Any] = {
+        "schema": SCHEMA,
+        "name": size.name,
+        "machine": describe(workdir),
+        "drivers": list(drivers),
+    }
+    try:
+        if "postgresql" in drivers:
+            workspace.postgres.start()
+            result["postgresql"] = workspace.postgres.settings()
+        configs = make_configs(drivers)
+        if not skip_locomo:
+            sdk = [configs[d] for d in drivers] + [configs[f"{d}-hybrid"] for d in drivers]
+            result["locomo"] = _run_locomo(dataset, sdk, workspace, size.workers, progress)
+        if not skip_speed:
+            result["speed"] = _run_speed(dataset, drivers, configs, workspace, size.speed,
+                                         progress)
+    finally:
+        workspace.close()
+    result["targets"] = targets(result)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m benchmarks``: run, write the JSON and the Markdown report."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=(__doc__ or "").split("\n")[0]
+    )
+    parser.add_argument("--size", choices=sorted(SIZES), default="full")
+    parser.add_argument("--drivers", help="comma-separated subset of local,sqlite,postgresql")
+    parser.add_argument("--data", type=Path, default=None,
+                        help=f"folder holding locomo10.json (default ${locomo.DATA_ENV} or "
+                             "../shared/data beside the checkout)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="result file (default benchmarks/results/<size>.json)")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="Markdown report (default docs/benchmarks.md for the full size; "
+                             "none for other sizes unless given)")
+    parser.add_argument("--no-plots", action="store_true", help="no PNGs (no matplotlib needed)")
+    parser.add_argument("--workdir", type=Path, default=None, help="scratch folder (default: temp)")
+    parser.add_argument("--skip-locomo", action="store_true")
+    parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--report-only", type=Path, default=None, metavar="JSON",
+                        help="only render the Markdown and plots from an existing result file")
+    args = parser.parse_args(argv)
+
+    size = SIZES[args.size]
+    docs = args.docs or (REPO / "docs" / "benchmarks.md" if size.name == "full" else None)
+    if args.report_only is not None:
+        result = json.loads(args.report_only.read_text(encoding="utf-8"))
+        if docs is not None:
+            report.write(result, docs, plots=not args.no_plots)
+        return 0
+    drivers = tuple(args.drivers.split(",")) if args.drivers else size.drivers
+    unknown = set(drivers) - set(DRIVERS)
+    if unknown:
+        parser.error(f"unknown drivers: {', '.join(sorted(unknown))}")
+    data_folder = args.data or locomo.data_dir()
+    data_file = data_folder / "locomo10.json"
+    if not data_file.is_file():
+        print(f"LoCoMo data not found at {data_file}. Put the shared data folder beside the "
+              f"checkout, or pass --data / set {locomo.DATA_ENV}.", file=sys.stderr)
+        return 2
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mainsdk-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        result = run(size, data=data_file, drivers=drivers, workdir=workdir,
+                     skip_locomo=args.skip_locomo, skip_speed=args.skip_speed)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    out = args.json or REPO / "benchmarks" / "results" / f"{size.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    _log(f"wrote {out}")
+    if docs is not None:
+        report.write(result, docs, plots=not args.no_plots, json_path=out)
+        _log(f"wrote {docs}")
+    return 0
+

@@ -1,0 +1,147 @@
+"""The benchmark suite still runs: ``python -m benchmarks --size smoke`` end to end.
+
+Not a timed test: it checks the shape and sanity of the result (recall values in [0, 1],
+percentiles in order, sealed BM25 equal to plaintext BM25 on the same normalised terms), never
+how fast anything was. The LoCoMo data is read from ``../shared/data`` beside the checkout (or
+``$MAINSDK_BENCH_DATA``); without it the test skips, except under ``CI=true``, where it fails.
+matplotlib is not needed (``--no-plots``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA_ENV = "MAINSDK_BENCH_DATA"
+
+
+def _data_file() -> Path:
+    folder = os.environ.get(DATA_ENV)
+    base = Path(folder) if folder else REPO.parent / "shared" / "data"
+    return base / "locomo10.json"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+    data = _data_file()
+    if not data.is_file():
+        message = f"LoCoMo data missing at {data}: the benchmark smoke run needs it"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    out = tmp_path_factory.mktemp("bench")
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--size", "smoke", "--no-plots",
+         "--json", str(out / "smoke.json"), "--docs", str(out / "benchmarks.md"),
+         "--workdir", str(out / "work")],
+        cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
+        env={**os.environ, DATA_ENV: str(data.parent)},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads((out / "smoke.json").read_text(encoding="utf-8"))
+    return result, (out / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def _check_metrics(metrics: dict[str, Any]) -> None:
+    assert metrics["n"] > 0
+    for key in ("recall@1", "recall@5", "recall@10", "mrr@10"):
+        assert 0.0 <= metrics[key] <= 1.0, key
+    assert metrics["recall@1"] <= metrics["recall@5"] <= metrics["recall@10"]
+    assert metrics["recall@1"] <= metrics["mrr@10"] <= metrics["recall@10"]
+
+
+def _check_latency(stats: dict[str, Any]) -> None:
+    assert stats["n"] > 0
+    assert 0.0 < stats["p50_ms"] <= stats["p95_ms"] <= stats["p99_ms"] <= stats["max_ms"]
+
+
+def test_the_result_describes_the_machine(smoke: tuple[dict[str, Any], str]) -> None:
+    result, _ = smoke
+    assert result["schema"] == 1
+    assert result["name"] == "smoke"
+    machine = result["machine"]
+    assert machine["logical_cpus"] >= 1
+    assert machine["python"].startswith("CPython") or machine["python"]
+    for key in ("cpu_model", "ram_gib", "os", "date", "fsync_4k_ms"):
+        assert machine[key], key
+
+
+def test_locomo_rows_have_sane_metrics(smoke: tuple[dict[str, Any], str]) -> None:
+    result, _ = smoke
+    lo = result["locomo"]
+    questions = lo["data"]["questions"]
+    assert questions > 0
+    rows = lo["results"]
+    for name in ("rank_bm25", "plaintext-ours", "local", "sqlite"):
+        assert rows[name]["status"] == "ok", name
+        _check_metrics(rows[name]["overall"])
+        assert rows[name]["overall"]["n"] == questions
+        assert sum(c["n"] for c in rows[name]["by_category"].values()) == questions
+        for per_category in rows[name]["by_category"].values():
+            _check_metrics(per_category)
+    for name in ("local-hybrid", "sqlite-hybrid"):
+        assert rows[name]["status"] in {"ok", "not run"}
+        if rows[name]["status"] == "not run":
+            assert rows[name]["reason"]
+
+
+def test_sealed_bm25_equals_plaintext_bm25_exactly(smoke: tuple[dict[str, Any], str]) -> None:
+    result, _ = smoke
+    lo = result["locomo"]
+    plain = lo["results"]["plaintext-ours"]
+    for driver in ("local", "sqlite"):
+        assert lo["results"][driver]["overall"] == plain["overall"]
+        assert lo["results"][driver]["by_category"] == plain["by_category"]
+        compared = lo["sealed_equals_plaintext"][f"{driver} vs plaintext-ours"]
+        assert compared["identical_rankings"] == compared["questions"] > 0
+        assert compared["max_score_difference"] == 0.0
+        assert compared["metrics_equal"] is True
+
+
+def test_speed_numbers_are_in_order(smoke: tuple[dict[str, Any], str]) -> None:
+    result, _ = smoke
+    speed = result["speed"]
+    plan = speed["plan"]
+    for driver in ("local", "sqlite"):
+        data = speed["drivers"][driver]
+        assert data["write"]["n"] == plan["write_n"]
+        for side in ("sealed", "unsealed"):
+            assert data["write"][side]["per_s"] > 0
+            _check_latency(data["write"][side])
+            _check_latency(data["recall"][side])
+        assert data["write"]["ratio_total_time"] > 0
+        assert data["recall"]["ratio_p50"] > 0
+        assert [p["memories"] for p in data["scale"]] == plan["scale"]
+        for point in data["scale"]:
+            _check_latency(point["sealed"])
+        assert [g["memories"] for g in data["growth"]] == [plan["write_n"], *plan["scale"]]
+        persons = data["persons"]
+        assert persons["persons"] == plan["persons"]
+        _check_latency(persons["recall"])
+        _check_latency(persons["remember"])
+        assert persons["erase"]["n"] == plan["erases"]
+        assert data["forget"]["sealed"]["n"] == plan["forgets"]
+    rss = speed["drivers"]["local"]["scale"][-1]["peak_rss"]
+    assert rss["peak_mib"] >= rss["after_import_mib"] > 0
+    bm25 = speed["bm25_blind_vs_plain"]
+    assert bm25["queries_with_identical_scores"] == bm25["queries"] > 0
+
+
+def test_targets_and_report_are_written(smoke: tuple[dict[str, Any], str]) -> None:
+    result, page = smoke
+    names = [target["target"] for target in result["targets"]]
+    assert "LoCoMo recall@5 (local)" in names
+    assert "sealing overhead on write (sqlite)" in names
+    for target in result["targets"]:
+        assert target["met"] in {True, False, None}
+    for heading in ("## Machine", "## Targets", "## Retrieval quality (LoCoMo)",
+                    "## Speed and scale", "### The cost of privacy"):
+        assert heading in page
+    assert "![" not in page  # --no-plots: no images, no matplotlib
