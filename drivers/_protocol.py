@@ -7,6 +7,7 @@ arrive blinded (keyed HMACs). A driver only filters, orders, ranks and erases.
 
 from __future__ import annotations
 
+import builtins
 import heapq
 import math
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -248,7 +249,7 @@ class Driver(Protocol):
 
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
-    ) -> list[StoredRow]:
+    ) -> builtins.list[StoredRow]:
         """Rows matching ``where``, newest ``created_at`` first (then greater memory id).
 
         ``after`` is the ``(created_at, memory_id)`` of the last row of the previous page.
@@ -257,7 +258,7 @@ class Driver(Protocol):
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
-    ) -> list[tuple[StoredRow, float]]:
+    ) -> builtins.list[tuple[StoredRow, float]]:
         """Rank the rows matching ``where`` exactly as :func:`bm25_rank` does."""
         ...
 
@@ -267,7 +268,7 @@ class Driver(Protocol):
 
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
-    ) -> list[tuple[str, str]]:
+    ) -> builtins.list[tuple[str, str]]:
         """``(subject, memory_id)`` of every memory in tenant and app, any subject, that
         carries a label of ``retention`` and was created before that label's cutoff (what a
         retention sweep erases), sorted."""
@@ -285,7 +286,7 @@ class Driver(Protocol):
         """The control record ``key``, or ``None``."""
         ...
 
-    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+    def control_list(self, tenant: str, app: str, prefix: str) -> builtins.list[tuple[str, bytes]]:
         """Every control record whose key starts with ``prefix``, sorted by key."""
         ...
 
