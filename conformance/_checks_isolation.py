@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mainsdk_memory import MemorySDKError
-from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
+from mainsdk_memory.drivers import TENANT_SUBJECT, EraseResult, Filter, StoredRow
 
 from ._compare import expect_rows, expect_same_row, label
 from ._model import CheckFailed
@@ -87,7 +87,7 @@ def _cross_scope(ctx: CheckContext, mine: Scope, other: Scope, what: str) -> Non
             result = attempt()
         except MemorySDKError:
             result = None
-        if name == "erase()" and result is not None and getattr(result, "versions", ()):
+        if isinstance(result, EraseResult) and result.versions:
             raise CheckFailed(
                 f"erase() in another {what} reported removing versions of {label(target)}: "
                 f"writes cross {what}s"

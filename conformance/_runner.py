@@ -8,6 +8,7 @@ import time
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import cast
 
 from mainsdk_memory.drivers import Capabilities, Driver
 
@@ -56,7 +57,7 @@ def load_factory(spec: str) -> DriverFactory:
             raise FactoryError(f"{module_name!r} has no attribute {qualname!r}.") from None
     if not callable(obj):
         raise FactoryError(f"{spec!r} is not callable; give a function or a class.")
-    return obj  # type: ignore[return-value]
+    return cast(DriverFactory, obj)
 
 
 def _check_seed(seed: int, check: Check) -> int:
