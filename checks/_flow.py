@@ -224,6 +224,9 @@ class Analysis:
         self._findings: dict[str, dict[tuple[str, int, int], Finding]] = {}
         self.functions: dict[str, _Function] = {}
         self.call_targets: dict[int, set[str]] = {}
+        self.calls: list[ast.Call] = []
+        """Every call the engine evaluated, once each (all calls of the module it ran on)."""
+        self.ran = False
         self.call_scopes: dict[int, tuple[str, bool]] = {}
         """Each call's scope (``<module>`` or a function key) and whether a tenant is set."""
         self.references: set[tuple[str, str, bool, int]] = set()
@@ -244,6 +247,9 @@ class Analysis:
         self._loop_depth = 0
         self._class_body = False
         self._module_runs = 0
+        self._annotations: dict[int, frozenset[str]] = {}
+        self.call_names: dict[int, str | None] = {}
+        """Each evaluated call's callee as a qualified name (see :meth:`qualname`)."""
 
     # ----------------------------------------------------------------- public queries
 
@@ -253,15 +259,18 @@ class Analysis:
 
     def qualname(self, node: ast.AST) -> str | None:
         """The fully qualified, canonical name an expression refers to through imports."""
-        if isinstance(node, ast.Name):
-            if node.id in self._env and self._env is not self._globals:
-                return None
-            target = self.aliases.get(node.id)
-            return known.canonical(target) if target else None
-        if isinstance(node, ast.Attribute):
-            base = self.qualname(node.value)
-            return known.canonical(f"{base}.{node.attr}") if base else None
-        return None
+        attributes: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attributes.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        target = self.aliases.get(node.id)
+        if target is None or (node.id in self._env and self._env is not self._globals):
+            return None
+        if attributes:
+            target = ".".join([target, *reversed(attributes)])
+        return known.canonical(target)
 
     def function_name(self, key: str) -> str:
         """The name of a function the engine knows by key."""
@@ -291,6 +300,7 @@ class Analysis:
         kinds grew after it ran. Values only grow and are finite, so this ends; a cap on runs
         per scope bounds the work on pathological modules.
         """
+        self.ran = True
         self._run_module()
         while self._queue:
             key = self._queue.pop(0)
@@ -375,6 +385,14 @@ class Analysis:
     def _annotation_kinds(self, annotation: ast.expr | None) -> set[str]:
         if annotation is None:
             return set()
+        cached = self._annotations.get(id(annotation))
+        if cached is not None:
+            return set(cached)
+        kinds = self._annotation_kinds_uncached(annotation)
+        self._annotations[id(annotation)] = frozenset(kinds)
+        return kinds
+
+    def _annotation_kinds_uncached(self, annotation: ast.expr) -> set[str]:
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
             try:
                 annotation = ast.parse(annotation.value, mode="eval").body
@@ -616,6 +634,9 @@ class Analysis:
             self._check_sinks(node)
         elif isinstance(node, ast.Match):
             self._expr(node.subject)
+            for case in node.cases:
+                if case.guard is not None:
+                    self._expr(case.guard)
             self._branches(*[case.body for case in node.cases], [])
         elif isinstance(node, ast.Delete):
             for target in node.targets:
@@ -883,13 +904,15 @@ class Analysis:
                 if local is not None:
                     return value.join(local)
             value = value.join(self._get_attribute(owner, node.attr))
-        if self.qualname(node) in known.LOGGER_OBJECTS:
+        if node.attr == "logger" and self.qualname(node) in known.LOGGER_OBJECTS:
             value = value.join(Value(kinds=frozenset({LOGGER})))
         return value
 
     # ----------------------------------------------------------------- calls
 
     def _call(self, node: ast.Call) -> Value:
+        if id(node) not in self.call_scopes:
+            self.calls.append(node)
         self.call_scopes[id(node)] = (self._scope, self._in_tenant)
         func = node.func
         receiver: Value | None = None
@@ -899,6 +922,7 @@ class Analysis:
         args = [self._expr(arg) for arg in node.args]
         keywords = {kw.arg: self._expr(kw.value) for kw in node.keywords}
         name = self.qualname(func)
+        self.call_names[id(node)] = name
         result = EMPTY
         handled = False
         where = Origin("", node.lineno, node.col_offset + 1, "")

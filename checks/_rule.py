@@ -54,14 +54,33 @@ class Module:
     def nodes(self) -> list[ast.AST]:
         """Every node of the module, walked once and shared by the rules."""
         if self._nodes is None:
-            self._nodes = list(ast.walk(self.tree))
+            self._nodes = _all_nodes(self.tree)
         return self._nodes
 
     def calls(self) -> list[ast.Call]:
-        """Every call in the module."""
+        """Every call in the module (the engine's list when it ran: no second walk)."""
         if self._calls is None:
-            self._calls = [n for n in self.nodes() if isinstance(n, ast.Call)]
+            if self.analysis.ran:
+                self._calls = self.analysis.calls
+            else:
+                self._calls = [n for n in self.nodes() if isinstance(n, ast.Call)]
         return self._calls
+
+
+def _all_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node under ``tree`` (like :func:`ast.walk`, about twice as fast, as a list)."""
+    nodes: list[ast.AST] = [tree]
+    index = 0
+    while index < len(nodes):
+        node = nodes[index]
+        index += 1
+        for name in node._fields:
+            child = getattr(node, name, None)
+            if isinstance(child, list):
+                nodes.extend(c for c in child if isinstance(c, ast.AST))
+            elif isinstance(child, ast.AST):
+                nodes.append(child)
+    return nodes
 
 
 class Rule:

@@ -85,9 +85,7 @@ class ForgetReceiptDiscarded(Rule):
                    for c in module.calls()):
             return
         scopes: list[_Scope] = [module.tree]
-        scopes += [
-            n for n in module.nodes() if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        ]
+        scopes += [info.node for info in module.analysis.functions.values()]
         for scope in scopes:
             read: set[str] | None = None
             for statement in _statements(scope):

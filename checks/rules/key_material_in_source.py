@@ -29,11 +29,12 @@ _KEY_CONSUMERS = frozenset(
      "from_private_bytes", "HMAC"}
 )
 _KEY_FUNCTIONS = frozenset({"hmac.new", "hmac.digest"})
-# A module with none of these cannot hold a finding, so its nodes are not walked.
+# A module whose text has none of these cannot hold a finding, so its nodes are not walked.
 _QUICK = re.compile(
     r"PRIVATE KEY|kty|AESGCM|AESSIV|AESOCB3|AESCCM|ChaCha20Poly1305|Fernet|HMAC|hmac\.|"
-    r"from_private_bytes|['\"][A-Za-z0-9+/_=-]{22,}['\"]|(?:\\x[0-9a-fA-F]{2}){16}"
+    r"from_private_bytes|b['\"](?:\\x[0-9a-fA-F]{2}|[^'\"\\\n]){16}"
 )
+_CANDIDATE = re.compile(r"['\"]([A-Za-z0-9+/_=-]{22,})['\"]")
 
 
 def _key_name(name: str) -> bool:
@@ -158,7 +159,10 @@ class KeyMaterialInSource(Rule):
 
     def check(self, module: Module) -> Iterator[Finding]:
         """One walk over the module's literals and the places they are used as keys."""
-        if not _QUICK.search(module.source):
+        if not _QUICK.search(module.source) and not any(
+            _decoded_length(m.group(1)) in _KEY_LENGTHS
+            for m in _CANDIDATE.finditer(module.source)
+        ):
             return
         seen: set[tuple[int, int]] = set()
         constants: dict[str, str] | None = None

@@ -110,7 +110,7 @@ class RecalledTextLogged(TaintRule):
         if not isinstance(node, ast.Call):
             return ()
         func = node.func
-        name = analysis.qualname(func)
+        name = analysis.call_names.get(id(node))
         if name in known.LOG_FUNCTIONS:
             return self._arguments(node, analysis, f"a log call (`{name}`)")
         if isinstance(func, ast.Attribute) and func.attr in known.LOG_METHODS:
