@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import string
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
@@ -155,6 +155,10 @@ class EngineConfig:
     soft_schemes: frozenset[str] = frozenset()
     soft_classes: frozenset[str] = frozenset()
     untrusted_calls: frozenset[str] = frozenset()
+    exports: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Other checked modules' globals that are stores or handles: ``pkg.mod.name`` -> kinds."""
+    returns: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Other checked modules' functions that return stores or handles -> kinds."""
 
 
 def scheme_of(url: str) -> str | None:
@@ -214,9 +218,15 @@ class Analysis:
     """The engine's result for one module: values of expressions, imports, functions, findings."""
 
     def __init__(
-        self, tree: ast.Module, config: EngineConfig, rules: Sequence[TaintSource]
+        self,
+        tree: ast.Module,
+        config: EngineConfig,
+        rules: Sequence[TaintSource],
+        package: str | None = None,
     ) -> None:
         self.tree = tree
+        self.package = package
+        """The dotted package the module is in, for relative imports (``None``: unknown)."""
         self.config = config
         self.rules = list(rules)
         self.aliases: dict[str, str] = {}
@@ -623,9 +633,10 @@ class Analysis:
                     top = alias.name.split(".", 1)[0]
                     self.aliases[top] = top
         elif isinstance(node, ast.ImportFrom):
-            if node.module and node.level == 0:
+            base = self._absolute(node.module, node.level)
+            if base:
                 for alias in node.names:
-                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    self.aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
         elif isinstance(node, ast.Raise):
             if node.exc is not None:
                 self._expr(node.exc)
@@ -646,6 +657,45 @@ class Analysis:
             self._expr(node.test)
             if node.msg is not None:
                 self._expr(node.msg)
+
+    def _absolute(self, module: str | None, level: int) -> str | None:
+        if level == 0:
+            return module
+        if self.package is None:
+            return None
+        parts = self.package.split(".") if self.package else []
+        if level - 1 > len(parts):
+            return None
+        parts = parts[: len(parts) - (level - 1)]
+        if module:
+            parts.append(module)
+        return ".".join(parts) or None
+
+    def exported(self, module: str) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+        """What another module may import from this one: globals that are stores or handles,
+        and module-level functions returning them (by qualified name)."""
+        wanted = frozenset({STORE, HANDLE, PERSON})
+        names = {
+            f"{module}.{name}": value.kinds & wanted
+            for name, value in self._globals.items()
+            if value.kinds & wanted
+        }
+        returns = {
+            f"{module}.{info.node.name}": info.ret.kinds & wanted
+            for info in self.functions.values()
+            if info.closure is None and info.class_key is None and info.ret.kinds & wanted
+        }
+        return names, returns
+
+    def _imported(self, node: ast.expr) -> Value:
+        """The kinds an imported name has in another checked module."""
+        name = self.qualname(node)
+        if name is None:
+            return EMPTY
+        if name in known.LOGGER_OBJECTS:
+            return Value(kinds=frozenset({LOGGER}))
+        kinds = self.config.exports.get(name)
+        return Value(kinds=kinds) if kinds else EMPTY
 
     def _define_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
@@ -739,8 +789,7 @@ class Analysis:
         if isinstance(node, ast.Name):
             value = self._lookup(node.id)
             if value is EMPTY and node.id in self.aliases:
-                if self.qualname(node) in known.LOGGER_OBJECTS:
-                    value = Value(kinds=frozenset({LOGGER}))
+                value = self._imported(node)
             elif value.kinds and isinstance(node.ctx, ast.Load):
                 for kind in value.kinds:
                     if kind.startswith(_DEF):
@@ -904,8 +953,12 @@ class Analysis:
                 if local is not None:
                     return value.join(local)
             value = value.join(self._get_attribute(owner, node.attr))
-        if node.attr == "logger" and self.qualname(node) in known.LOGGER_OBJECTS:
-            value = value.join(Value(kinds=frozenset({LOGGER})))
+        if owner is EMPTY:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.aliases:
+                value = value.join(self._imported(node))
         return value
 
     # ----------------------------------------------------------------- calls
@@ -1021,6 +1074,8 @@ class Analysis:
     ) -> Value | None:
         if name in (known.MEMORY_OPEN, known.MEMORY):
             return Value(kinds=frozenset({STORE}))
+        if name in self.config.returns:
+            return Value(kinds=self.config.returns[name])
         if name.startswith(known.SOURCE + "."):
             factory = name[len(known.SOURCE) + 1:]
             if factory in known.UNTRUSTED_SOURCES:
@@ -1175,7 +1230,10 @@ class Analysis:
 
 
 def analyse(
-    tree: ast.Module, config: EngineConfig, rules: Sequence[TaintSource] = ()
+    tree: ast.Module,
+    config: EngineConfig,
+    rules: Sequence[TaintSource] = (),
+    package: str | None = None,
 ) -> Analysis:
     """Run the engine over a parsed module and return what it found."""
-    return Analysis(tree, config, rules).run()
+    return Analysis(tree, config, rules, package).run()

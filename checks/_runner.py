@@ -15,7 +15,7 @@ import re
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import repeat
 from pathlib import Path
 
@@ -69,6 +69,10 @@ class SourceFile:
     source: str = ""
     tree: ast.Module | None = None
     error: Finding | None = None
+    package: str | None = None
+    """The dotted package of the file (from the ``__init__.py`` folders above it)."""
+    uses_memory: bool | None = None
+    """Whether to run the engine: it mentions mainsdk_memory or imports a module that does."""
 
     def load(self) -> SourceFile:
         """Read and parse the file; a failure is kept as a MAIN-MEM-0900 finding."""
@@ -193,13 +197,15 @@ def check_module(
     if file.tree is None:
         error = file.error or Finding(1, 1, FILE_NOT_CHECKED, "cannot parse the file")
         return [_diagnostic(file.display, error)]
-    mentions_memory = "mainsdk_memory" in file.source
+    mentions_memory = (
+        file.uses_memory if file.uses_memory is not None else "mainsdk_memory" in file.source
+    )
     active = [r() for r in rules if r.code not in ignored and (mentions_memory or not
                                                                 r.needs_memory)]
     taint: list[TaintSource] = [r for r in active if isinstance(r, TaintRule)]
     try:
-        analysis = analyse(file.tree, engine, taint) if mentions_memory else Analysis(
-            file.tree, engine, ()
+        analysis = analyse(file.tree, engine, taint, file.package) if mentions_memory else (
+            Analysis(file.tree, engine, ())
         )
     except RecursionError:
         return [_diagnostic(file.display, Finding(
@@ -249,9 +255,10 @@ def check_source(
 
 def _display(path: Path) -> str:
     try:
-        return os.path.relpath(path)
+        relative = os.path.relpath(path)
     except ValueError:  # another drive on Windows
         return str(path)
+    return str(path.resolve()) if relative.startswith("..") else relative
 
 
 def _excluded(path: Path, config: Config) -> bool:
@@ -306,19 +313,114 @@ def _per_file_ignores(file: SourceFile, config: Config) -> set[str]:
 _PARALLEL_MIN_FILES = 64
 
 
+Job = tuple[str, str, str, frozenset[str], str | None, bool]
+"""(display path, path, source, codes ignored for it, its package, whether it uses memory)."""
+
+
 def _check_batch(
-    batch: list[tuple[str, str, str, frozenset[str]]],
+    batch: list[Job],
     rules: list[type[Rule]],
     settings: Settings,
     engine: EngineConfig,
 ) -> list[Diagnostic]:
     """Parse and check files in a worker (or in this process); sources are already read."""
     diagnostics: list[Diagnostic] = []
-    for display, path, source, ignored in batch:
-        file = SourceFile(display, Path(path), source)
+    for display, path, source, ignored, package, uses_memory in batch:
+        file = SourceFile(display, Path(path), source, package=package, uses_memory=uses_memory)
         file.tree, file.error = parse(source, display)
         diagnostics.extend(check_module(file, rules, settings, engine, set(ignored)))
     return diagnostics
+
+
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import\b"
+    r"|import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*))",
+    re.M,
+)
+
+
+def module_name(path: Path) -> tuple[str, str]:
+    """A file's dotted module name and package, from the ``__init__.py`` folders above it."""
+    path = path.resolve()
+    package: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        package.insert(0, folder.name)
+        folder = folder.parent
+    own = [] if path.stem == "__init__" else [path.stem]
+    return ".".join(package + own), ".".join(package)
+
+
+def _imports(source: str, package: str) -> set[str]:
+    """The modules a source imports (relative ones made absolute), read with a regex."""
+    found: set[str] = set()
+    for dots, module, names in _IMPORT.findall(source):
+        if names:
+            found.update(n.strip() for n in names.split(","))
+            continue
+        if dots:
+            parts = package.split(".") if package else []
+            parts = parts[: len(parts) - (len(dots) - 1)] if len(dots) - 1 <= len(parts) else []
+            module = ".".join([*parts, module] if module else parts)
+        if module:
+            found.add(module)
+    return found
+
+
+def _depends(imports: set[str], modules: Iterable[str]) -> set[str]:
+    """The modules among ``modules`` that an import of ``imports`` can reach."""
+    reached = set()
+    for module in modules:
+        for imported in imports:
+            if module == imported or module.startswith(imported + ".") or imported.startswith(
+                module + "."
+            ):
+                reached.add(module)
+                break
+    return reached
+
+
+def _cross_module(
+    files: list[SourceFile], engine: EngineConfig
+) -> tuple[EngineConfig, dict[Path, bool]]:
+    """Learn which globals and functions of the checked modules are stores or handles, so a
+    module that imports ``memory`` from another checked module knows what it is."""
+    names = {}
+    imports: dict[Path, set[str]] = {}
+    for file in files:
+        name, file.package = module_name(file.path)
+        names[name] = file
+        imports[file.path] = _imports(file.source, file.package)
+    imported = set().union(*imports.values()) if imports else set()
+    providers = [
+        (name, file) for name, file in names.items()
+        if _depends(imported, [name]) and (
+            "mainsdk_memory" in file.source or _depends(imports[file.path], names)
+        )
+    ]
+    exports: dict[str, frozenset[str]] = {}
+    returns: dict[str, frozenset[str]] = {}
+    for _ in range(3):  # providers may import each other; a few rounds reach a fixed point
+        before = (dict(exports), dict(returns))
+        config = replace(engine, exports=exports, returns=returns)
+        for name, file in providers:
+            tree, _error = parse(file.source, file.display)
+            if tree is None:
+                continue
+            try:
+                found_names, found_returns = analyse(tree, config, (), file.package).exported(name)
+            except RecursionError:
+                continue
+            exports = {**exports, **found_names}
+            returns = {**returns, **found_returns}
+        if (exports, returns) == before:
+            break
+    exporting = {name.rsplit(".", 1)[0] for name in [*exports, *returns]}
+    uses = {
+        file.path: "mainsdk_memory" in file.source or bool(_depends(imports[file.path], exporting))
+        for file in files
+    }
+    return replace(engine, exports=exports, returns=returns), uses
 
 
 def _workers(files: int) -> int:
@@ -343,7 +445,7 @@ def check_paths(
     rules = _selected(select or config.select, [*config.ignore, *ignore])
     files = discover(paths, config)
     report = Report(files=len(files))
-    jobs: list[tuple[str, str, str, frozenset[str]]] = []
+    readable: list[SourceFile] = []
     hinted: list[tuple[str, ast.Module]] = []
     for file in files:
         try:
@@ -361,8 +463,7 @@ def check_paths(
             tree, _ = parse(file.source, file.display)
             if tree is not None:
                 hinted.append((file.source, tree))
-        jobs.append((file.display, str(file.path), file.source,
-                     frozenset(_per_file_ignores(file, config))))
+        readable.append(file)
     base = Settings(
         frozenset(s.lower() for s in config.soft_erase_schemes),
         frozenset(config.soft_erase_drivers),
@@ -370,6 +471,12 @@ def check_paths(
     )
     settings, engine = _project_settings(base, config.driver_entry_points,
                                          soft_driver_classes(hinted))
+    engine, uses_memory = _cross_module(readable, engine)
+    jobs: list[Job] = [
+        (file.display, str(file.path), file.source, frozenset(_per_file_ignores(file, config)),
+         file.package, uses_memory[file.path])
+        for file in readable
+    ]
     workers = _workers(len(jobs))
     if workers == 1:
         report.diagnostics.extend(_check_batch(jobs, rules, settings, engine))

@@ -307,3 +307,38 @@ def test_console_script_is_installed(tmp_path: Path) -> None:
                             capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 1
     assert json.loads(result.stdout)["diagnostics"][0]["code"] == "MAIN-MEM-0022"
+
+
+def test_stores_and_handles_imported_from_other_checked_modules_are_known(
+    tmp_path: Path,
+) -> None:
+    store = (
+        "import os\nfrom mainsdk_memory import Memory\n"
+        'memory = Memory.open("local:/srv/m", keys=os.environ["K"], app="a")\n'
+        "def handle_for(person: str):\n"
+        '    return memory.acting_for(person, agent="bot")\n'
+        "NOT_A_STORE = 3\n"
+    )
+    agent = (
+        "import anthropic\n"
+        "from app.store import handle_for\n"
+        "from ..store import memory\n"
+        "from app import store\n"
+        "from other import memory as other_memory\n"
+        "client = anthropic.Anthropic()\n"
+        "def one(p: str, q: str) -> None:\n"
+        "    client.messages.create(system=handle_for(p).context(q))\n"
+        "def two(p: str, q: str) -> None:\n"
+        '    client.messages.create(system=memory.acting_for(p, agent="x").context(q))\n'
+        "def three(p: str, q: str) -> None:\n"
+        '    client.messages.create(system=store.memory.person(p).context(q))\n'
+        "def unrelated(p: str, q: str) -> None:\n"
+        '    client.messages.create(system=other_memory.acting_for(p, agent="x").context(q))\n'
+    )
+    _project(tmp_path, {"app/__init__.py": "", "app/agents/__init__.py": "",
+                        "app/store.py": store, "app/agents/support.py": agent,
+                        "other.py": "memory = object()\n"})
+    report = check_paths([tmp_path], Config(root=tmp_path))
+    found = [(Path(d.path).name, d.line, d.code) for d in report.diagnostics]
+    assert found == [("support.py", 8, "MAIN-MEM-0022"), ("support.py", 10, "MAIN-MEM-0022"),
+                     ("support.py", 12, "MAIN-MEM-0022")]

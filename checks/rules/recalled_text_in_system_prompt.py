@@ -123,12 +123,16 @@ class RecalledTextInSystemPrompt(TaintRule):
     store, or is annotated `ScopedMemory` or `PersonMemory`. Stores and handles are
     followed through assignments, `with ... as`, module globals, `self.` attributes set in any
     method of a class, parameters of functions called with them in the same module, and return
-    values. A `recall` on anything else — a vector store, a search client — is not flagged.
+    values. Across the checked files, a module-level store or handle, or a module-level function
+    returning one, is known where another module imports it (`from app.memory import memory`,
+    relative imports included). A `recall` on anything else — a vector store, a search client —
+    is not flagged.
 
     ## Limits
 
-    - One module at a time: a handle passed in from another module is known only through an
-      annotation, and recalled text returned to another module is lost.
+    - Text is followed inside one module: recalled text returned by a function of another
+      module is not followed (its store or handle is), and a handle passed in as an unannotated
+      parameter from another module is unknown.
     - A role held in a variable counts when the variable holds a string constant; roles computed
       at run time do not.
     - Text that leaves through an unknown call comes back tainted (`json.dumps(hits)`), but an
