@@ -16,6 +16,39 @@ __all__ = ["example_blocks", "index_page", "rule_page", "write_pages"]
 
 _BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
+_USAGE = """
+## Running it
+
+```text
+memory-check [PATHS...] [--format text|json|sarif] [--output FILE] [--select CODES]
+             [--ignore CODES] [--config PYPROJECT] [--quiet]
+memory-check --list-rules | --explain CODE | --write-docs FOLDER
+```
+
+- Output lines are `path:line:col: CODE message <docs URL>`; `--format sarif` writes SARIF
+  2.1.0 for code-scanning UIs, `--format json` one object with every diagnostic.
+- Exit status: 0 clean, 1 with findings, 2 for a usage error or a file that could not be read
+  or parsed (reported as MAIN-MEM-0900, never a crash).
+- `--select` and `--ignore` take codes or prefixes (`MAIN-MEM-002`), comma-separated.
+- Configuration lives under `[tool.memory-check]` in the nearest pyproject.toml above the first
+  path:
+
+```toml
+[tool.memory-check]
+paths = ["src"]                               # checked when no path is given
+select = ["MAIN-MEM"]                         # default: every rule
+ignore = []
+exclude = ["src/generated"]
+per-file-ignores = { "scripts/*" = ["MAIN-MEM-0026"] }
+soft-erase-schemes = ["mem0"]                 # MAIN-MEM-0020
+soft-erase-drivers = ["VendorArchiveDriver"]  # MAIN-MEM-0020
+untrusted-calls = ["myapp.scraper.fetch_page"]  # MAIN-MEM-0023
+```
+
+- On one line: `# memory-check: ignore[MAIN-MEM-0022] <why it is safe>`.
+- It reads code with Python's `ast` module and never imports or runs it.
+"""
+
 
 def _suppress_section(rule: type[Rule]) -> str:
     if not rule.suppressible:
@@ -68,6 +101,7 @@ def index_page() -> str:
         "Every diagnostic links to its page here.\n\n"
         "| Code | Name | What it reports |\n| --- | --- | --- |\n"
         f"{rows}"
+        f"{_USAGE}"
     )
 
 

@@ -79,3 +79,16 @@ def test_every_diagnostic_links_to_its_page() -> None:
     assert diagnostic.text().endswith(f"<{diagnostic.url}>")
     for code in CODES:
         assert docs_url(code).endswith(f"docs/rules/{code}.md")
+
+
+def test_the_configuration_shown_in_the_index_is_accepted(tmp_path: Path) -> None:
+    from mainsdk_memory.checks import load_config
+    from mainsdk_memory.checks._runner import resolve_codes
+
+    block = re.findall(r"```toml\n(.*?)```", index_page(), flags=re.S)[0]
+    (tmp_path / "pyproject.toml").write_text(block)
+    config = load_config(tmp_path / "pyproject.toml")
+    assert config.paths == ("src",)
+    assert resolve_codes(config.select) == set(RULES)
+    assert config.soft_erase_schemes == ("mem0",)
+    assert dict(config.per_file_ignores) == {"scripts/*": ("MAIN-MEM-0026",)}
