@@ -68,10 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{code}  {rule.name:40}  {rule.summary()}")
         return 0
     if args.explain:
-        rule = RULES.get(args.explain.strip().upper())
-        if rule is None:
+        explained = RULES.get(args.explain.strip().upper())
+        if explained is None:
             parser.error(f"no rule {args.explain!r}; see --list-rules")
-        sys.stdout.write(rule_page(rule))
+        sys.stdout.write(rule_page(explained))
         return 0
     if args.write_docs:
         for path in write_pages(args.write_docs):

@@ -28,7 +28,7 @@ import ast
 import string
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import ClassVar, NamedTuple, Protocol
 
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
@@ -136,8 +136,8 @@ class Sink(NamedTuple):
 class TaintSource(Protocol):
     """What the engine needs from a taint rule (see :class:`~mainsdk_memory.checks.TaintRule`)."""
 
-    code: str
-    origin_kinds: frozenset[str]
+    code: ClassVar[str]
+    origin_kinds: ClassVar[frozenset[str]]
 
     def sinks(self, node: ast.AST, analysis: Analysis) -> Iterable[Sink]:
         """The sinks at ``node`` (a call, dict, tuple or raise), with their values."""
@@ -882,9 +882,9 @@ class Analysis:
                 self._replace_env(saved)
             value = EMPTY
         elif isinstance(node, ast.Slice):
-            for part in (node.lower, node.upper, node.step):
-                if part is not None:
-                    self._expr(part)
+            for bound in (node.lower, node.upper, node.step):
+                if bound is not None:
+                    self._expr(bound)
             value = EMPTY
         else:
             value = EMPTY
@@ -927,9 +927,9 @@ class Analysis:
         saved: dict[str, Value | None] = {}
         for generator in generators:
             iterated = self._expr(generator.iter)
-            for name in ast.walk(generator.target):
-                if isinstance(name, ast.Name) and name.id not in saved:
-                    saved[name.id] = self._env.get(name.id)
+            for target in ast.walk(generator.target):
+                if isinstance(target, ast.Name) and target.id not in saved:
+                    saved[target.id] = self._env.get(target.id)
             self._bind(generator.target, Value(kinds=iterated.kinds, origins=iterated.origins,
                                                params=iterated.params))
             for condition in generator.ifs:
@@ -1027,9 +1027,9 @@ class Analysis:
                             handled = True
         for kind in callee.kinds:
             if kind.startswith(_DEF):
-                info = self.functions.get(kind[len(_DEF):])
-                if info is not None:
-                    result = result.join(self._call_function(info, node, args, keywords))
+                defined = self.functions.get(kind[len(_DEF):])
+                if defined is not None:
+                    result = result.join(self._call_function(defined, node, args, keywords))
                     handled = True
             elif kind.startswith(_CLASS):
                 class_key = kind[len(_CLASS):]
