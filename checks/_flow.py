@@ -202,6 +202,7 @@ class _Function:
     ret: Value = EMPTY
     sinks: set[_ParamSink] = field(default_factory=set)
     runs: int = 0
+    tool: bool = False
 
 
 @dataclass(eq=False)
@@ -705,10 +706,14 @@ class Analysis:
                 self._expr(default)
         key = f"{node.name}@{node.lineno}:{node.col_offset}"
         cls = self._class if self._class_body else None
-        decorators = {
-            d.id if isinstance(d, ast.Name) else d.attr if isinstance(d, ast.Attribute) else ""
-            for d in node.decorator_list
-        }
+        decorators = set()
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call):  # @mcp.tool(), @tool("name")
+                decorator = decorator.func
+            if isinstance(decorator, ast.Name):
+                decorators.add(decorator.id)
+            elif isinstance(decorator, ast.Attribute):
+                decorators.add(decorator.attr)
         static = "staticmethod" in decorators
         closure = None if self._env is self._globals else self._snapshot()
         positional = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
@@ -727,6 +732,7 @@ class Analysis:
                 vararg=node.args.vararg.arg if node.args.vararg else None,
                 kwarg=node.args.kwarg.arg if node.args.kwarg else None,
                 bound=cls is not None and not static,
+                tool=bool(decorators & known.TOOL_DECORATORS),
             )
             self.functions[key] = info
             for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
@@ -999,6 +1005,17 @@ class Analysis:
                 result = Value(origins=frozenset({where._replace(kind=UNTRUSTED,
                                                                  what=f"{method}()")}))
                 handled = True
+            elif method in known.TOOL_RUN_METHODS and any(
+                k.startswith(_DEF) and self.functions[k[len(_DEF):]].tool
+                for k in receiver.kinds
+                if k[len(_DEF):] in self.functions
+            ):
+                for kind in receiver.kinds:
+                    if kind.startswith(_DEF) and kind[len(_DEF):] in self.functions:
+                        result = result.join(
+                            self._tool_output(self.functions[kind[len(_DEF):]], where)
+                        )
+                handled = True
             elif TEMPLATE in receiver.kinds and method == "partial":
                 result = Value(kinds=frozenset({TEMPLATE}), placeholders=receiver.placeholders)
             else:
@@ -1030,6 +1047,8 @@ class Analysis:
                 defined = self.functions.get(kind[len(_DEF):])
                 if defined is not None:
                     result = result.join(self._call_function(defined, node, args, keywords))
+                    if defined.tool:
+                        result = result.join(self._tool_output(defined, where))
                     handled = True
             elif kind.startswith(_CLASS):
                 class_key = kind[len(_CLASS):]
@@ -1057,6 +1076,14 @@ class Analysis:
         self._record(node, result)
         self._check_sinks(node)
         return result
+
+    @staticmethod
+    def _tool_output(info: _Function, where: Origin) -> Value:
+        """What calling an agent tool returns: text the tool fetched or made, untrusted."""
+        if not info.tool:
+            return EMPTY
+        origin = where._replace(kind=UNTRUSTED, what=f"the tool {info.node.name}()")
+        return Value(origins=frozenset({origin}))
 
     def _method(self, class_key: str, method: str) -> str | None:
         for cls in self._mro(class_key):

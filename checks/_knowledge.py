@@ -32,6 +32,8 @@ __all__ = [
     "SOURCE",
     "STORE_HANDLE_METHODS",
     "TENANT_USE",
+    "TOOL_DECORATORS",
+    "TOOL_RUN_METHODS",
     "TRUSTED_SOURCES",
     "UNTRUSTED_SOURCES",
     "canonical",
@@ -83,6 +85,11 @@ HTTP_CLIENT_METHODS = frozenset({*_HTTP_VERBS, "send", "urlopen"})
 
 MCP_METHODS = frozenset({"call_tool", "read_resource", "get_prompt"})
 """Methods of an MCP client session whose result is text a server chose (any receiver)."""
+
+TOOL_DECORATORS = frozenset({"tool", "function_tool"})
+"""Decorators that make a function an agent tool (LangChain ``@tool``, OpenAI Agents
+``@function_tool``, MCP servers' ``@mcp.tool()``): what it returns is tool output."""
+TOOL_RUN_METHODS = frozenset({"invoke", "ainvoke", "run", "arun", "on_invoke_tool"})
 
 LOGGER_FACTORIES = frozenset({"logging.getLogger", "structlog.get_logger", "structlog.getLogger"})
 LOGGER_OBJECTS = frozenset({"loguru.logger"})

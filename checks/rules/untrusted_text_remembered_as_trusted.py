@@ -31,8 +31,10 @@ class UntrustedTextRememberedAsTrusted(TaintRule):
 
     Follows text returned by a web request (`requests`, `httpx`, `urllib.request.urlopen`,
     `aiohttp`, and the methods of their clients and sessions), by an MCP client
-    (`call_tool`, `read_resource`, `get_prompt`) or by a call listed in the `untrusted-calls`
-    option, through the same steps as MAIN-MEM-0022, and reports a `remember(...)` or
+    (`call_tool`, `read_resource`, `get_prompt`), by an agent tool defined in the module
+    (a function decorated `@tool`, `@function_tool` or `@mcp.tool()`, called directly or
+    through `.invoke`/`.ainvoke`/`.run`) or by a call listed in the `untrusted-calls` option,
+    through the same steps as MAIN-MEM-0022, and reports a `remember(...)` or
     `revise(...)` on a memory handle whose text carries it while `source=` is missing or is
     `Source.person(...)`, `Source.agent(...)` or `Source.model(...)`.
 
@@ -90,8 +92,9 @@ class UntrustedTextRememberedAsTrusted(TaintRule):
 
     A `source=` held in a variable counts when the variable was assigned a `Source` factory call
     in the same module; any other expression is taken on trust and not reported. Tool output
-    that reaches the code another way (an agent framework calling back with a string) is not
-    known to be untrusted unless its function is listed in `untrusted-calls`.
+    that reaches the code another way (an agent framework calling back with a string, a tool
+    defined in another module) is not known to be untrusted unless its function is listed in
+    `untrusted-calls`.
 
     ## Added in
 
