@@ -54,8 +54,8 @@ class RecalledTextInSystemPrompt(TaintRule):
       `ChatPromptTemplate.from_messages([("system", "... {facts} ...")])` filled with recalled
       text through `invoke`, `format_messages`, `partial` and the like.
 
-    The diagnostic is reported where the text enters the sink, and names the call on the line
-    it was recalled.
+    The diagnostic is reported where the text enters the sink; its message names the call that
+    recalled the text and that call's line.
 
     ## Why is this bad?
 
