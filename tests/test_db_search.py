@@ -251,3 +251,57 @@ def test_expired_lists_current_memories_past_a_labels_cutoff(driver: DbDriver) -
             )
             assert driver.expired("acme", app, retention) == want
             assert driver.expired("globex", app, retention) == []
+
+
+def _statements(driver: DbDriver) -> tuple[list[str], object]:
+    seen: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(" ".join(statement.split()))
+
+    event.listen(driver.engine, "before_cursor_execute", record)
+    return seen, record
+
+
+def test_a_tie_block_across_the_cut_is_fetched_whole_and_ranked_exactly(
+    driver: DbDriver,
+) -> None:
+    # 60 documents tie on score; which 5 come first is decided by trust, time and id alone.
+    rng = random.Random(9)
+    rows = [
+        make_row(memory_id=memory_id(rng.randrange(10**9)), trust=rng.choice(TRUSTS[:2]),
+                 recorded_at=T0 + timedelta(microseconds=rng.randint(0, 4)),
+                 terms={"t_x": 1, "t_pad": 2}, length=3)
+        for _ in range(60)
+    ]
+    rows += [make_row(memory_id=memory_id(10**9 + n), terms={"t_x": 2, "t_y": 1}, length=3)
+             for n in range(3)]
+    rows += [make_row(memory_id=memory_id(2 * 10**9 + n), terms={"t_pad": 1}, length=1)
+             for n in range(40)]
+    for row in rows:
+        driver.put(row)
+    where = Filter(tenant="acme", app="app", subjects=("p_ada",))
+    seen, hook = _statements(driver)
+    try:
+        got = driver.search(where, [{"t_x"}], top_k=5)
+    finally:
+        event.remove(driver.engine, "before_cursor_execute", hook)
+    _same_ranking(got, bm25_rank(rows, [{"t_x"}], 5))
+    assert any("raw >=" in statement for statement in seen)  # the tie block was fetched
+
+
+def test_long_queries_and_repeated_tokens_take_the_plain_path_with_the_same_result(
+    driver: DbDriver,
+) -> None:
+    rng = random.Random(4)
+    vocabulary = [f"t_{i}" for i in range(120)]
+    rows = random_rows(rng, driver, 50, vocabulary=vocabulary)
+    where = Filter(tenant="acme", app="app", subjects=("p_ada", "p_bob", "tenant"),
+                   session="s1")
+    matching = [r for r in rows if where.matches(r)]
+    long_query = [{term} for term in rng.sample(vocabulary, 90)]  # more than 64 groups
+    repeated = [["t_1", "t_1"], ["t_2"]]  # a token twice in one group counts twice
+    for query in (long_query, repeated):
+        for top_k in (1, 7, 100):
+            _same_ranking(driver.search(where, query, top_k=top_k),
+                          bm25_rank(matching, query, top_k))

@@ -1,19 +1,15 @@
 """The ``db`` driver: memory versions as rows in SQLite or PostgreSQL, BM25 over postings in SQL.
 
 Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
-Search asks the database for the corpus statistics (N and the total document length of the
-rows the filter selects) and for the postings of the query's blind terms among those rows,
-then finishes the BM25 arithmetic in Python exactly as :func:`bm25_rank` does, and loads
-whole rows only for the top ``k``. Nothing ranks by loading every row of a person.
+Search computes BM25 in the database over a postings table and re-scores the few best
+candidates with :func:`bm25_rank`'s own arithmetic (:mod:`._search`), then loads whole rows
+only for the top ``k``. Nothing ranks by loading every row of a person.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
-import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,10 +35,7 @@ from sqlalchemy.exc import IntegrityError
 
 from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
 from mainsdk_memory.drivers._protocol import (
-    BM25_B,
-    BM25_K1,
     QUARANTINED_TRUST,
-    TRUST_RANK,
     Capabilities,
     EraseResult,
     Filter,
@@ -65,6 +58,7 @@ from mainsdk_memory.drivers.db._schema import (
     check_version,
     stored_version,
 )
+from mainsdk_memory.drivers.db._search import rank
 
 __all__ = ["DbDriver", "upgrade"]
 
@@ -406,40 +400,17 @@ class DbDriver:
     ) -> list[tuple[StoredRow, float]]:
         """BM25 over the rows matching ``where``, equal to :func:`bm25_rank` in scores and order.
 
-        The database computes N and the summed document length of the matching rows, and
-        returns the term frequencies of the query's blind terms in the matching rows that
-        hold any of them; document frequencies, idf and scores follow in Python with the
-        reference's arithmetic, and only the top ``k`` rows are loaded whole.
+        The database computes N, the length total, document frequencies and the scores,
+        and returns the best candidates; they are re-scored with the reference's own
+        arithmetic (see :mod:`._search`), and only the top ``k`` rows are loaded whole.
         """
         if not query or top_k <= 0:
             return []
-        v, p = VERSIONS.c, POSTINGS.c
-        tokens = sorted({token for group in query for token in group})
-        scope = _scope(where, self.dialect)
+        v = VERSIONS.c
         with translated("searching memories"), transaction(
             self._engine, self.dialect, tenant=where.tenant, write=False
         ) as connection:
-            n_docs, total_length = connection.execute(
-                select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope)
-            ).one()
-            if not n_docs or not tokens:
-                return []
-            postings = connection.execute(
-                select(p.memory_id, p.version, p.term, p.tf, v.length, v.trust, v.recorded_at)
-                .join(VERSIONS, and_(v.tenant == p.tenant, v.app == p.app,
-                                     v.memory_id == p.memory_id, v.version == p.version))
-                .where(p.tenant == where.tenant, p.app == where.app,
-                       p.subject.in_(where.subjects), p.term.in_(tokens), *scope)
-            )
-            docs: dict[tuple[str, int], _Doc] = {}
-            for memory_id, version, term, tf, length, trust, recorded_at in postings:
-                doc = docs.get((memory_id, version))
-                if doc is None:
-                    doc = docs[memory_id, version] = _Doc(
-                        length, (TRUST_RANK.get(trust, 0), recorded_at.timestamp(), memory_id)
-                    )
-                doc.terms[term] = tf
-            ranked = _rank(docs, query, int(n_docs), int(total_length), top_k)
+            ranked = rank(connection, where, _scope(where, self.dialect), query, top_k)
             if not ranked:
                 return []
             wanted = {key for key, _ in ranked}
@@ -589,56 +560,6 @@ def _serialise(found: Row[Any]) -> bytes:
         else:
             parts.append(str(value).encode("utf-8"))
     return b"\x1f".join(parts)
-
-
-@dataclass(slots=True)
-class _Doc:
-    """A matching document as ranking needs it: length, tie order, query-term counts."""
-
-    length: int
-    order: tuple[int, float, str]
-    """:func:`bm25_rank`'s tie order: trust rank, ``recorded_at`` timestamp, memory id."""
-    terms: dict[str, int] = field(default_factory=dict)
-
-
-def _rank(
-    docs: Mapping[tuple[str, int], _Doc],
-    query: Sequence[Collection[str]],
-    n_docs: int,
-    total_length: int,
-    top_k: int,
-) -> list[tuple[tuple[str, int], float]]:
-    """:func:`bm25_rank`'s arithmetic over the matching documents only.
-
-    Documents with no query term add nothing but N and the length total, which the
-    database already counted, so the result equals the reference term for term.
-    """
-    avgdl = total_length / n_docs or 1.0
-    counted: list[tuple[tuple[str, int], _Doc, list[int]]] = []
-    df = [0] * len(query)
-    for key, doc in docs.items():
-        counts = [sum(doc.terms.get(token, 0) for token in group) for group in query]
-        for i, count in enumerate(counts):
-            if count:
-                df[i] += 1
-        counted.append((key, doc, counts))
-    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
-    ceiling = sum(idf) * (BM25_K1 + 1.0)
-    if ceiling <= 0.0:
-        return []
-    scored: list[tuple[float, tuple[int, float, str], int]] = []
-    for index, (_key, doc, counts) in enumerate(counted):
-        if not any(counts):
-            continue
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * doc.length / avgdl)
-        raw = sum(
-            w * (tf * (BM25_K1 + 1.0)) / (tf + norm)
-            for w, tf in zip(idf, counts, strict=True)
-            if tf
-        )
-        scored.append((min(1.0, raw / ceiling), doc.order, index))
-    best = heapq.nlargest(top_k, scored)
-    return [(counted[index][0], score) for score, _order, index in best]
 
 
 def upgrade(url: str) -> tuple[int, int]:
