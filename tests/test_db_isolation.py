@@ -243,3 +243,25 @@ def test_a_user_without_the_app_role_is_told_what_to_grant(store_url: str,
             assert f"GRANT {APP_ROLE} TO" in str(error.value)
         finally:
             connection.execute(f'DROP ROLE IF EXISTS "{stranger}"')
+
+
+@on_postgres
+def test_a_login_user_granted_only_the_app_role_can_use_the_store(
+    store_url: str, postgres: TestPostgres
+) -> None:
+    # The documented least-privilege set-up, with NOINHERIT: the user has no privilege of its
+    # own on the tables, and the driver still works because every transaction takes the role.
+    user = f"mainsdk_app_{os.getpid()}"
+    with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
+        connection.execute(f'DROP ROLE IF EXISTS "{user}"')
+        connection.execute(f'CREATE ROLE "{user}" LOGIN NOINHERIT')
+        connection.execute(f'GRANT {APP_ROLE} TO "{user}"')
+        try:
+            url = make_url(store_url).set(username=user).render_as_string(hide_password=False)
+            with DbDriver(url) as driver:
+                driver.put(make_row(memory_id=memory_id(3)))
+                where = Filter(tenant="acme", app="app", subjects=("p_ada",))
+                assert [r.memory_id for r in driver.list(where, limit=5)] == [memory_id(3)]
+        finally:
+            connection.execute(f'REVOKE {APP_ROLE} FROM "{user}"')
+            connection.execute(f'DROP ROLE IF EXISTS "{user}"')

@@ -43,6 +43,7 @@ from mainsdk_memory.drivers._protocol import (
 )
 from mainsdk_memory.drivers.db._engine import (
     APP_ROLE,
+    PG_SCHEMA,
     Target,
     make_engine,
     parse_url,
@@ -222,13 +223,27 @@ class DbDriver:
 
     def _check_schema(self) -> None:
         safe = self._target.safe()
+        if self.dialect == "postgresql":
+            with translated("opening the store", connecting=True), transaction(
+                self._engine, self.dialect, tenant=None, write=False
+            ) as connection:
+                # The schema's name is in the catalog, visible without any privilege.
+                if connection.execute(
+                    select(func.to_regnamespace(PG_SCHEMA))
+                ).scalar_one() is None:
+                    check_version(0, safe)
+                self._check_role(connection)
+            # Read the version as the app role, the only way the driver reads anything.
+            with translated("opening the store", connecting=True), transaction(
+                self._engine, self.dialect, tenant="", write=False
+            ) as connection:
+                check_version(stored_version(connection), safe)
+            return
         with translated("opening the store", connecting=True), transaction(
             self._engine, self.dialect, tenant=None, write=False
         ) as connection:
-            if self.dialect == "postgresql":
-                self._check_role(connection)
             found = stored_version(connection)
-        if found is None and self.dialect == "sqlite":
+        if found is None:
             # A brand-new embedded file: create the schema under the write lock, re-reading
             # the version there in case another process created it meanwhile.
             with translated("creating the store's schema"), transaction(
@@ -238,12 +253,6 @@ class DbDriver:
                 if found is None:
                     found = apply_migrations(connection, 0, now=datetime.now(UTC))
         check_version(found, safe)
-        if self.dialect == "postgresql":
-            # Prove that a transaction can take the app role, before the first real call.
-            with translated("opening the store", connecting=True), transaction(
-                self._engine, self.dialect, tenant="", write=False
-            ) as connection:
-                connection.execute(select(func.count()).select_from(SCHEMA)).scalar_one()
 
     def _check_role(self, connection: Connection) -> None:
         role = connection.execute(text(
