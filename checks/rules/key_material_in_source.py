@@ -105,7 +105,8 @@ class KeyMaterialInSource(Rule):
     Reports, anywhere in a module:
 
     - a PEM private key (`-----BEGIN ... PRIVATE KEY-----` followed by its body);
-    - a JSON Web Key with a private part (a dict literal with `"kty"` and `"d"`);
+    - a JSON Web Key with a private part written out (a dict literal with `"kty"` and a
+      string literal under `"d"`);
     - a literal that decodes (base64, base64url or hex) to 16, 24, 32 or 64 random-looking
       bytes, or a bytes literal of that length, assigned to or passed as a name that says key,
       keys, kek, dek, secret or seed (`SEALING_KEY = "..."`, `secret=b"..."`);
@@ -172,8 +173,14 @@ class KeyMaterialInSource(Rule):
                 if "PRIVATE KEY-----" in node.value and _PEM.search(node.value):
                     found.append((node, "a PEM private key"))
             elif isinstance(node, ast.Dict):
-                keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
-                if "kty" in keys and "d" in keys:
+                literal = {
+                    k.value: v for k, v in zip(node.keys, node.values, strict=True)
+                    if isinstance(k, ast.Constant)
+                }
+                private = literal.get("d")
+                if "kty" in literal and isinstance(private, ast.Constant) and isinstance(
+                    private.value, str
+                ) and private.value:
                     found.append((node, "a private JSON Web Key"))
             elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
