@@ -4,6 +4,7 @@ Not a test: run it by hand and copy the table into docs/scaling.md::
 
     .venv/bin/python benchmarks/db_recall.py                 # 1,000 and 10,000
     .venv/bin/python benchmarks/db_recall.py 1000 10000 100000
+    .venv/bin/python benchmarks/db_recall.py --queries 50 100000   # fewer queries, sooner
 
 What it measures: ``DbDriver.search`` (the SQL corpus statistics, the postings of the query
 terms among the person's current memories, the BM25 arithmetic and loading the top 5 rows
@@ -222,6 +223,9 @@ def calibration() -> float:
 
 def main(argv: list[str]) -> int:
     """Print one row per database and size: p50, p95, mean hits, fill time."""
+    global QUERIES
+    if argv[:1] == ["--queries"]:
+        QUERIES, argv = int(argv[1]), argv[2:]
     sizes = [int(arg) for arg in argv] or [1_000, 10_000]
     print(f"machine: {machine()}")
     print(f"calibration loop before: {calibration():.2f} s")

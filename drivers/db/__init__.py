@@ -9,7 +9,7 @@ so ``import mainsdk_memory`` works without them. See docs/drivers.md.
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import Any
 
 from mainsdk_memory._errors import ConfigurationError
 from mainsdk_memory.drivers._protocol import Driver
@@ -17,7 +17,7 @@ from mainsdk_memory.drivers._protocol import Driver
 __all__ = ["from_url", "upgrade", "upgrade_command"]
 
 
-def _implementation() -> ModuleType:
+def _implementation() -> Any:
     try:
         from mainsdk_memory.drivers.db import _driver
     except ImportError as exc:

@@ -8,6 +8,7 @@ only for the top ``k``. Nothing ranks by loading every row of a person.
 
 from __future__ import annotations
 
+import builtins  # the method `list` shadows the builtin in annotations
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Engine,
     Row,
     and_,
     delete,
@@ -189,7 +191,7 @@ class DbDriver:
         """``"sqlite"`` or ``"postgresql"``."""
         self.root: Path | None = self._target.path
         """The SQLite database file (``Memory.open`` keeps the key store outside it)."""
-        self._engine = make_engine(self._target, pool_size=pool_size)
+        self._engine: Engine = make_engine(self._target, pool_size=pool_size)
         try:
             self._check_schema()
         except BaseException:
@@ -215,7 +217,7 @@ class DbDriver:
         self.close()
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         """The SQLAlchemy engine (for tests and operators; the driver owns its lifecycle)."""
         return self._engine
 
@@ -406,7 +408,7 @@ class DbDriver:
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
-    ) -> list[tuple[StoredRow, float]]:
+    ) -> builtins.list[tuple[StoredRow, float]]:
         """BM25 over the rows matching ``where``, equal to :func:`bm25_rank` in scores and order.
 
         The database computes N, the length total, document frequencies and the scores,
@@ -461,7 +463,7 @@ class DbDriver:
 
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
-    ) -> list[tuple[str, str]]:
+    ) -> builtins.list[tuple[str, str]]:
         """``(subject, memory_id)`` of memories whose current version carries a label of
         ``retention`` and that were created before the label's cutoff, sorted."""
         if not retention:
@@ -507,7 +509,9 @@ class DbDriver:
             ).scalar_one_or_none()
         return None if found is None else bytes(found)
 
-    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+    def control_list(
+        self, tenant: str, app: str, prefix: str
+    ) -> builtins.list[tuple[str, bytes]]:
         """Every control record whose key starts with ``prefix``, sorted by key (code points)."""
         c = CONTROL.c
         with translated("listing control records"), transaction(

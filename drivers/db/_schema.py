@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -85,11 +86,12 @@ class UtcTimestamp(TypeDecorator[datetime]):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[object]:
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         """BIGINT microseconds on SQLite, ``timestamptz`` elsewhere."""
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(BigInteger())
-        return dialect.type_descriptor(DateTime(timezone=True))
+        impl: TypeEngine[Any] = (
+            BigInteger() if dialect.name == "sqlite" else DateTime(timezone=True)
+        )
+        return dialect.type_descriptor(impl)
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> object:
         """Refuse naive datetimes; convert aware ones for the database."""

@@ -25,7 +25,6 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import reduce
 from typing import Any
 
 from sqlalchemy import (
@@ -167,7 +166,10 @@ def rank(
               / (column + norm)), else_=literal(0.0, Float))
         for w, column in zip(weights, tf, strict=True)
     ]
-    raw = reduce(lambda a, b: a + b, terms).label("raw")
+    total: ColumnElement[Any] = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    raw = total.label("raw")
     ranked = select(docs.c.memory_id, docs.c.version, docs.c.length, docs.c.trust,
                     docs.c.recorded_at, *tf, raw).subquery("ranked")
 
