@@ -39,6 +39,7 @@ __all__ = [
     "EngineConfig",
     "Origin",
     "Sink",
+    "Summary",
     "TaintSource",
     "Value",
     "analyse",
@@ -149,6 +150,24 @@ class TaintSource(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Summary:
+    """What a module-level function of another checked module does, as its callers see it."""
+
+    positional: tuple[str, ...]
+    kwonly: tuple[str, ...] = ()
+    vararg: str | None = None
+    kwarg: str | None = None
+    kinds: frozenset[str] = frozenset()
+    """Kinds of object it returns (a store, a handle)."""
+    origins: tuple[tuple[str, str], ...] = ()
+    """(kind, call) of the text it returns by itself: ``("recall", "context()")``."""
+    depends: frozenset[str] = frozenset()
+    """Parameters whose text it returns."""
+    sinks: tuple[tuple[str, frozenset[str], str], ...] = ()
+    """(rule code, parameters, sink) for each sink its parameters reach."""
+
+
+@dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Project knowledge the engine uses: soft-erase drivers and extra untrusted calls."""
 
@@ -157,8 +176,8 @@ class EngineConfig:
     untrusted_calls: frozenset[str] = frozenset()
     exports: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """Other checked modules' globals that are stores or handles: ``pkg.mod.name`` -> kinds."""
-    returns: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    """Other checked modules' functions that return stores or handles -> kinds."""
+    summaries: Mapping[str, Summary] = field(default_factory=dict)
+    """Other checked modules' module-level functions, by qualified name."""
 
 
 def scheme_of(url: str) -> str | None:
@@ -672,21 +691,35 @@ class Analysis:
             parts.append(module)
         return ".".join(parts) or None
 
-    def exported(self, module: str) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
-        """What another module may import from this one: globals that are stores or handles,
-        and module-level functions returning them (by qualified name)."""
+    def exported(self, module: str) -> tuple[dict[str, frozenset[str]], dict[str, Summary]]:
+        """What another module may import from this one, by qualified name: globals that are
+        stores or handles, and summaries of module-level functions that return a store, a
+        handle or tainted text, or whose parameters reach a sink."""
         wanted = frozenset({STORE, HANDLE, PERSON})
         names = {
             f"{module}.{name}": value.kinds & wanted
             for name, value in self._globals.items()
             if value.kinds & wanted
         }
-        returns = {
-            f"{module}.{info.node.name}": info.ret.kinds & wanted
-            for info in self.functions.values()
-            if info.closure is None and info.class_key is None and info.ret.kinds & wanted
-        }
-        return names, returns
+        summaries: dict[str, Summary] = {}
+        for info in self.functions.values():
+            if info.closure is not None or info.class_key is not None:
+                continue
+            origins = tuple(sorted({(o.kind, o.what) for o in info.ret.origins}))
+            summary = Summary(
+                positional=tuple(info.positional),
+                kwonly=tuple(info.kwonly),
+                vararg=info.vararg,
+                kwarg=info.kwarg,
+                kinds=info.ret.kinds & wanted,
+                origins=origins,
+                depends=info.ret.params,
+                sinks=tuple(sorted({(s.code, s.params, s.where) for s in info.sinks},
+                                   key=lambda s: (s[0], sorted(s[1]), s[2]))),
+            )
+            if summary.kinds or summary.origins or summary.depends or summary.sinks:
+                summaries[f"{module}.{info.node.name}"] = summary
+        return names, summaries
 
     def _imported(self, node: ast.expr) -> Value:
         """The kinds an imported name has in another checked module."""
@@ -1101,8 +1134,9 @@ class Analysis:
     ) -> Value | None:
         if name in (known.MEMORY_OPEN, known.MEMORY):
             return Value(kinds=frozenset({STORE}))
-        if name in self.config.returns:
-            return Value(kinds=self.config.returns[name])
+        summary = self.config.summaries.get(name)
+        if summary is not None:
+            return self._call_summary(name, summary, node, args, keywords, where)
         if name.startswith(known.SOURCE + "."):
             factory = name[len(known.SOURCE) + 1:]
             if factory in known.UNTRUSTED_SOURCES:
@@ -1185,26 +1219,8 @@ class Analysis:
         skip_first: bool = False,
     ) -> Value:
         positional = info.positional[1:] if skip_first else info.positional
-        mapping: dict[str, Value] = {}
-        for index, (arg_node, arg) in enumerate(zip(node.args, args, strict=True)):
-            if isinstance(arg_node, ast.Starred):
-                for name in positional[index:]:
-                    mapping[name] = mapping.get(name, EMPTY).join(arg)
-                if info.vararg:
-                    mapping[info.vararg] = mapping.get(info.vararg, EMPTY).join(arg)
-                break
-            if index < len(positional):
-                mapping[positional[index]] = arg
-            elif info.vararg:
-                mapping[info.vararg] = mapping.get(info.vararg, EMPTY).join(arg)
-        for keyword, value in keywords.items():
-            if keyword is None:
-                for name in [*positional, *info.kwonly]:
-                    mapping[name] = mapping.get(name, EMPTY).join(value)
-            elif keyword in positional or keyword in info.kwonly:
-                mapping[keyword] = value
-            elif info.kwarg:
-                mapping[info.kwarg] = mapping.get(info.kwarg, EMPTY).join(value)
+        mapping, _ = _map_arguments(positional, info.kwonly, info.vararg, info.kwarg, node, args,
+                                    keywords)
         for name, value in mapping.items():
             kinds = frozenset(k for k in value.kinds if not k.startswith(_DEF))
             old = info.param_kinds.get(name, frozenset())
@@ -1234,6 +1250,38 @@ class Analysis:
             for sink in rule.sinks(node, self):
                 self._reach(rule.code, sink.node, sink.where, sink.value)
 
+    def _call_summary(
+        self,
+        name: str,
+        summary: Summary,
+        node: ast.Call,
+        args: list[Value],
+        keywords: dict[str | None, Value],
+        where: Origin,
+    ) -> Value:
+        """A call to a function of another checked module, through its summary."""
+        module, _, short = name.rpartition(".")
+        values, nodes = _map_arguments(list(summary.positional), list(summary.kwonly),
+                                       summary.vararg, summary.kwarg, node, args, keywords)
+        result = Value(
+            kinds=summary.kinds,
+            origins=frozenset(
+                where._replace(kind=kind, what=f"{short}() ({what} in {module})")
+                for kind, what in summary.origins
+            ),
+        )
+        for param in summary.depends:
+            result = result.join(values.get(param, EMPTY).taint())
+        active = {rule.code for rule in self.rules}
+        for code, params, sink_where in summary.sinks:
+            if code not in active:
+                continue
+            for param in sorted(params):
+                if param in nodes:
+                    self._reach(code, nodes[param], f"{sink_where} inside {short}() of {module}",
+                                values[param])
+        return result
+
     def _reach(self, code: str, node: ast.expr, where: str, value: Value) -> None:
         rule = next(r for r in self.rules if r.code == code)
         origin = value.first_origin(rule.origin_kinds)
@@ -1254,6 +1302,46 @@ class Analysis:
             if sink not in self._function.sinks:
                 self._function.sinks.add(sink)
                 self._changed("fn:" + self._function.key)
+
+
+def _map_arguments(
+    positional: Sequence[str],
+    kwonly: Sequence[str],
+    vararg: str | None,
+    kwarg: str | None,
+    node: ast.Call,
+    args: list[Value],
+    keywords: dict[str | None, Value],
+) -> tuple[dict[str, Value], dict[str, ast.expr]]:
+    """Which value (and which argument expression) each parameter receives at a call."""
+    mapping: dict[str, Value] = {}
+    nodes: dict[str, ast.expr] = {}
+    for index, (arg_node, arg) in enumerate(zip(node.args, args, strict=True)):
+        if isinstance(arg_node, ast.Starred):
+            for name in positional[index:]:
+                mapping[name] = mapping.get(name, EMPTY).join(arg)
+                nodes.setdefault(name, arg_node)
+            if vararg:
+                mapping[vararg] = mapping.get(vararg, EMPTY).join(arg)
+            break
+        if index < len(positional):
+            mapping[positional[index]] = arg
+            nodes[positional[index]] = arg_node
+        elif vararg:
+            mapping[vararg] = mapping.get(vararg, EMPTY).join(arg)
+            nodes.setdefault(vararg, arg_node)
+    keyword_nodes = {kw.arg: kw.value for kw in node.keywords}
+    for keyword, value in keywords.items():
+        if keyword is None:
+            for name in [*positional, *kwonly]:
+                mapping[name] = mapping.get(name, EMPTY).join(value)
+        elif keyword in positional or keyword in kwonly:
+            mapping[keyword] = value
+            nodes[keyword] = keyword_nodes[keyword]
+        elif kwarg:
+            mapping[kwarg] = mapping.get(kwarg, EMPTY).join(value)
+            nodes.setdefault(kwarg, keyword_nodes[keyword])
+    return mapping, nodes
 
 
 def analyse(

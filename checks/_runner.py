@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mainsdk_memory.checks._config import Config
 from mainsdk_memory.checks._diagnostic import Diagnostic, Finding
-from mainsdk_memory.checks._flow import Analysis, EngineConfig, TaintSource, analyse
+from mainsdk_memory.checks._flow import Analysis, EngineConfig, Summary, TaintSource, analyse
 from mainsdk_memory.checks._rule import RULES, Module, Rule, Settings, TaintRule
 
 __all__ = [
@@ -380,8 +380,15 @@ def _depends(imports: set[str], modules: Iterable[str]) -> set[str]:
     return reached
 
 
+_FLOW_HINT = re.compile(
+    r"system|instructions|SystemMessage|requests|httpx|urlopen|aiohttp|call_tool|tool\b|"
+    r"getLogger|structlog|loguru|warnings"
+)
+"""Words a module needs to hold a sink or an untrusted source; others export nothing."""
+
+
 def _cross_module(
-    files: list[SourceFile], engine: EngineConfig
+    files: list[SourceFile], engine: EngineConfig, rules: Sequence[type[Rule]]
 ) -> tuple[EngineConfig, dict[Path, bool]]:
     """Learn which globals and functions of the checked modules are stores or handles, so a
     module that imports ``memory`` from another checked module knows what it is."""
@@ -395,32 +402,39 @@ def _cross_module(
     providers = [
         (name, file) for name, file in names.items()
         if _depends(imported, [name]) and (
-            "mainsdk_memory" in file.source or _depends(imports[file.path], names)
+            "mainsdk_memory" in file.source
+            or _FLOW_HINT.search(file.source)
+            or _depends(imports[file.path], names)
         )
     ]
+    taint_rules: list[TaintSource] = [r() for r in rules if issubclass(r, TaintRule)]
     exports: dict[str, frozenset[str]] = {}
-    returns: dict[str, frozenset[str]] = {}
+    returns: dict[str, Summary] = {}
     for _ in range(3):  # providers may import each other; a few rounds reach a fixed point
         before = (dict(exports), dict(returns))
-        config = replace(engine, exports=exports, returns=returns)
+        config = replace(engine, exports=exports, summaries=returns)
         for name, file in providers:
             tree, _error = parse(file.source, file.display)
             if tree is None:
                 continue
             try:
-                found_names, found_returns = analyse(tree, config, (), file.package).exported(name)
+                analysis = analyse(tree, config, taint_rules, file.package)
+                found_names, found_returns = analysis.exported(name)
             except RecursionError:
                 continue
             exports = {**exports, **found_names}
             returns = {**returns, **found_returns}
         if (exports, returns) == before:
             break
-    exporting = {name.rsplit(".", 1)[0] for name in [*exports, *returns]}
+    exporting = {name.rsplit(".", 1)[0] for name in exports} | {
+        name.rsplit(".", 1)[0] for name, summary in returns.items()
+        if summary.kinds or summary.origins
+    }
     uses = {
         file.path: "mainsdk_memory" in file.source or bool(_depends(imports[file.path], exporting))
         for file in files
     }
-    return replace(engine, exports=exports, returns=returns), uses
+    return replace(engine, exports=exports, summaries=returns), uses
 
 
 def _workers(files: int) -> int:
@@ -471,7 +485,7 @@ def check_paths(
     )
     settings, engine = _project_settings(base, config.driver_entry_points,
                                          soft_driver_classes(hinted))
-    engine, uses_memory = _cross_module(readable, engine)
+    engine, uses_memory = _cross_module(readable, engine, rules)
     jobs: list[Job] = [
         (file.display, str(file.path), file.source, frozenset(_per_file_ignores(file, config)),
          file.package, uses_memory[file.path])

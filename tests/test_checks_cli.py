@@ -342,3 +342,44 @@ def test_stores_and_handles_imported_from_other_checked_modules_are_known(
     found = [(Path(d.path).name, d.line, d.code) for d in report.diagnostics]
     assert found == [("support.py", 8, "MAIN-MEM-0022"), ("support.py", 10, "MAIN-MEM-0022"),
                      ("support.py", 12, "MAIN-MEM-0022")]
+
+
+def test_text_and_sinks_are_followed_through_functions_of_other_checked_modules(
+    tmp_path: Path,
+) -> None:
+    llm = (
+        "import anthropic\n"
+        "client = anthropic.Anthropic()\n"
+        "def chat(system_text: str, user: str) -> object:\n"
+        '    return client.messages.create(system=system_text, messages=[{"role": "user",'
+        ' "content": user}])\n'
+    )
+    facts = (
+        "import os\nfrom mainsdk_memory import Memory, tenant\n"
+        'memory = Memory.open("local:/srv/m", keys=os.environ["K"], app="a")\n'
+        "def facts_for(person: str, q: str) -> str:\n"
+        '    with tenant.use("acme"):\n'
+        '        return memory.acting_for(person, agent="bot").context(q)\n'
+    )
+    web = "import httpx\ndef fetch(url: str) -> str:\n    return httpx.get(url).text\n"
+    agent = (
+        "from mainsdk_memory import ScopedMemory\n"
+        "from app.llm import chat\n"
+        "from app.facts import facts_for\n"
+        "from app.web import fetch\n"
+        "def answer(person: str, q: str) -> object:\n"
+        "    return chat(facts_for(person, q), q)\n"
+        "def fine(person: str, q: str) -> object:\n"
+        '    return chat("Be brief.", facts_for(person, q))\n'
+        "def learn(handle: ScopedMemory, url: str) -> None:\n"
+        "    handle.remember(fetch(url))\n"
+    )
+    _project(tmp_path, {"app/__init__.py": "", "app/llm.py": llm, "app/facts.py": facts,
+                        "app/web.py": web, "app/agent.py": agent})
+    report = check_paths([tmp_path], Config(root=tmp_path))
+    found = [(Path(d.path).name, d.line, d.col, d.code) for d in report.diagnostics]
+    assert found == [("agent.py", 6, 17, "MAIN-MEM-0022"), ("agent.py", 10, 21, "MAIN-MEM-0023")]
+    messages = [d.message for d in report.diagnostics]
+    assert "facts_for() (context() in app.facts) on line 6" in messages[0]
+    assert "`system=` inside chat() of app.llm" in messages[0]
+    assert "fetch() (httpx.get() in app.web) on line 10" in messages[1]

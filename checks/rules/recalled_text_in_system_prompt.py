@@ -123,16 +123,18 @@ class RecalledTextInSystemPrompt(TaintRule):
     store, or is annotated `ScopedMemory` or `PersonMemory`. Stores and handles are
     followed through assignments, `with ... as`, module globals, `self.` attributes set in any
     method of a class, parameters of functions called with them in the same module, and return
-    values. Across the checked files, a module-level store or handle, or a module-level function
-    returning one, is known where another module imports it (`from app.memory import memory`,
-    relative imports included). A `recall` on anything else — a vector store, a search client —
-    is not flagged.
+    values. Across the checked files, a module-level store or handle is known where another
+    module imports it (`from app.memory import memory`, relative imports included), and so is
+    what a module-level function of another module does: the store, handle or recalled text it
+    returns, and the sinks its parameters reach (a `chat(system_text, ...)` wrapper around an
+    LLM client). A `recall` on anything else — a vector store, a search client — is not
+    flagged.
 
     ## Limits
 
-    - Text is followed inside one module: recalled text returned by a function of another
-      module is not followed (its store or handle is), and a handle passed in as an unannotated
-      parameter from another module is unknown.
+    - Across modules only module-level functions and globals are known: methods of classes in
+      other modules, and text kept in another module's variables, are not followed; a handle
+      passed in as an unannotated parameter from another module is unknown.
     - A role held in a variable counts when the variable holds a string constant; roles computed
       at run time do not.
     - Text that leaves through an unknown call comes back tainted (`json.dumps(hits)`), but an
