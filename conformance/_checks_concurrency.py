@@ -165,7 +165,7 @@ def _expect_no_errors(outcomes: list[_Outcome]) -> None:
 PER_WRITER = 8
 
 
-@check("concurrent_writers")
+@check("concurrent_writers", alone=True)
 def check_parallel_new_memories(ctx: CheckContext) -> str | None:
     """Writers storing new memories in one scope at once: every row is there afterwards."""
     scope = ctx.scope()
@@ -226,7 +226,7 @@ def _revise(scope: Scope, memory_id: str, seed: int) -> Job:
     return job
 
 
-@check("concurrent_writers")
+@check("concurrent_writers", alone=True)
 def check_parallel_revisions(ctx: CheckContext) -> str | None:
     """Writers revising one memory at once: each version is won once, and none is lost."""
     scope = ctx.scope()

@@ -145,12 +145,12 @@ def check_matches_reference(ctx: CheckContext) -> str | None:
         ([set(groups[1]), {ctx.rows.term()}], "a term no row has"),
         ([{groups[4][0]}], "one vocabulary only"),
     ]
-    for _ in range(6):
+    for _ in range(4):
         picked = rng.sample(range(len(groups)), rng.randint(1, 4))
         queries.append(([set(groups[i]) for i in picked], f"random terms {picked}"))
     compared = 0
     for query, what in queries:
-        for top_k in (1, 3, 10, 100):
+        for top_k in (3, 100):  # check_top_k covers the other cuts
             compared += _expect_reference(ctx, base, stored, query, top_k, f"{what}, top_k={top_k}")
     for where, what in (
         (replace(base, subjects=(scope.subject,)), "the person only"),

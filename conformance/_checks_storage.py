@@ -265,7 +265,7 @@ def check_pages(ctx: CheckContext) -> str | None:
         ctx.driver.put(revised, closes=1)
         rows[index] = revised
     expected = sorted(rows, key=lambda r: (r.created_at, r.memory_id), reverse=True)
-    for limit in (1, 4, 7, len(rows), len(rows) + 5):
+    for limit in (1, 4, len(rows), len(rows) + 5):
         pages: list[list[StoredRow]] = []
         after = None
         while True:

@@ -34,6 +34,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N checks at once, each on its own store (default 1; the factory must be "
+        "thread-safe)",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=DEFAULT_SEED,
@@ -53,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FactoryError as exc:
         print(f"memory-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    report = run_suite(factory, seed=args.seed, name=args.driver)
+    if args.workers < 1:
+        print("memory-conformance: --workers must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    report = run_suite(factory, seed=args.seed, name=args.driver, workers=args.workers)
     print(report.to_json_text() if args.json else report.summary())
     return EXIT_PASSED if report.passed else EXIT_FAILED

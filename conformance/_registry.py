@@ -174,6 +174,8 @@ class Check:
     needs: tuple[str, ...]
     """Other capabilities that must be declared for this check to run."""
     function: CheckFunction
+    alone: bool = False
+    """Runs with no other check at once (it forks processes and starts threads itself)."""
 
     @property
     def id(self) -> str:
@@ -190,7 +192,9 @@ class Check:
 _CHECKS: list[Check] = []
 
 
-def check(capability: str, *, needs: tuple[str, ...] = ()) -> Callable[[CheckFunction], Check]:
+def check(
+    capability: str, *, needs: tuple[str, ...] = (), alone: bool = False
+) -> Callable[[CheckFunction], Check]:
     """Register the decorated function as a check of ``capability``."""
     if capability not in _BY_NAME:
         raise ValueError(f"unknown capability {capability!r}")
@@ -206,6 +210,7 @@ def check(capability: str, *, needs: tuple[str, ...] = ()) -> Callable[[CheckFun
             description=doc[0] if doc else "",
             needs=needs,
             function=function,
+            alone=alone,
         )
         _CHECKS.append(registered)
         return registered

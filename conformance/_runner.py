@@ -7,6 +7,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
 
@@ -157,28 +158,37 @@ def run_suite(
     seed: int = DEFAULT_SEED,
     name: str | None = None,
     checks: Iterable[Check] | None = None,
+    workers: int = 1,
 ) -> Report:
     """Run every check on fresh stores the factory makes, and report per capability.
 
     ``factory`` takes an empty folder and returns a driver on a new store kept there (called
     again with the same folder, it must open the same store). ``name`` describes the factory
-    in the report. ``checks`` limits the run (default: all).
+    in the report. ``checks`` limits the run (default: all). ``workers`` above 1 runs that
+    many checks at once, each on its own store (the factory must then be thread-safe); checks
+    that start their own writers still run alone, first, before any other thread exists.
     """
     chosen = tuple(all_checks() if checks is None else checks)
     described = name or _factory_name(factory)
     with tempfile.TemporaryDirectory(prefix="memory-conformance-") as tmp:
         root = Path(tmp)
         capabilities, driver_name, broken = _probe(factory, root / "probe")
-        results: list[CheckResult] = []
-        for index, check in enumerate(chosen):
+
+        def run(index: int) -> CheckResult:
+            check = chosen[index]
             if broken:
-                results.append(
-                    CheckResult(check.id, check.capability, Status.FAILED, f"not run: {broken}")
-                )
-            else:
-                results.append(
-                    run_check(check, factory, root / f"{index:02d}-{check.id}", seed=seed)
-                )
+                return CheckResult(check.id, check.capability, Status.FAILED, f"not run: {broken}")
+            return run_check(check, factory, root / f"{index:02d}-{check.id}", seed=seed)
+
+        found: dict[int, CheckResult] = {}
+        for index, check in enumerate(chosen):
+            if check.alone or workers <= 1:
+                found[index] = run(index)
+        rest = [index for index in range(len(chosen)) if index not in found]
+        if rest:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                found.update(zip(rest, pool.map(run, rest), strict=True))
+        results = [found[index] for index in range(len(chosen))]
     capability_results = []
     for capability in CAPABILITIES:
         mine = tuple(r for r in results if r.capability == capability.name)

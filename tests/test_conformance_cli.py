@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_local_driver_passes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--driver", "mainsdk_memory.drivers.local:LocalDriver"]) == 0
+    assert main(["--driver", "mainsdk_memory.drivers.local:LocalDriver", "--workers", "4"]) == 0
     out = capsys.readouterr().out
     assert "Conformance of driver 'local' (mainsdk_memory.drivers.local:LocalDriver)" in out
     assert "PASSED: all 13 declared capabilities hold." in out
@@ -25,7 +25,7 @@ def test_the_local_driver_passes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_lying_driver_fails_with_json_naming_the_lie(capsys: pytest.CaptureFixture[str]) -> None:
     spec = "tests.conformance_broken_drivers:OverwritingDriver"
-    assert main(["--driver", spec, "--json", "--seed", "5"]) == 1
+    assert main(["--driver", spec, "--json", "--seed", "5", "--workers", "3"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["passed"] is False and report["seed"] == 5 and report["factory"] == spec
     failed = {c["name"]: c for c in report["capabilities"] if c["status"] == "failed"}
@@ -42,6 +42,8 @@ def test_a_lying_driver_fails_with_json_naming_the_lie(capsys: pytest.CaptureFix
         (["--driver", "mainsdk_memory.drivers.local:__all__"], "is not callable"),
         ([], "the following arguments are required: --driver"),
         (["--driver", "x:y", "--bogus"], "unrecognized arguments: --bogus"),
+        (["--driver", "mainsdk_memory.drivers.local:LocalDriver", "--workers", "0"],
+         "--workers must be at least 1"),
     ],
 )
 def test_usage_errors_exit_2_and_say_why(
@@ -63,7 +65,8 @@ def test_the_installed_command_exits_1_for_a_lying_driver() -> None:
     assert command.exists(), "reinstall with pip install -e '.[dev]' to get the command"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [str(command), "--driver", "tests.conformance_broken_drivers:TenantLeakingDriver"],
+        [str(command), "--driver", "tests.conformance_broken_drivers:TenantLeakingDriver",
+         "--workers", "4"],
         capture_output=True,
         text=True,
         env=env,

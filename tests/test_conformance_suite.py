@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from mainsdk_memory.conformance import (
     CAPABILITIES,
+    DriverFactory,
     Report,
     Status,
     all_checks,
@@ -22,6 +24,12 @@ from tests import conformance_broken_drivers as broken
 
 REQUIRED = {"protocol", "round_trip", "versions", "filters", "isolation", "pagination",
             "raw_storage", "retention", "control", "erase"}  # fmt: skip
+
+
+@functools.cache
+def _report(factory: DriverFactory) -> Report:
+    """The suite's report on ``factory``, run once per test session (checks run 4 at a time)."""
+    return run_suite(factory, workers=4)
 
 
 def _statuses(report: Report) -> dict[str, Status]:
@@ -63,7 +71,7 @@ LIARS = [
 def test_a_lying_driver_fails_exactly_the_capability_it_lies_about(
     driver: type[LocalDriver], lie: str, words: list[str]
 ) -> None:
-    report = run_suite(driver)
+    report = _report(driver)
     assert not report.passed
     assert [result.name for result in report.failed] == [lie], report.summary()
     reason = report[lie].reason
@@ -76,7 +84,7 @@ def test_a_lying_driver_fails_exactly_the_capability_it_lies_about(
 
 
 def test_a_driver_that_hides_its_storage_fails_raw_storage_and_cannot_prove_hard_erase() -> None:
-    report = run_suite(broken.HiddenStorageDriver)
+    report = _report(broken.HiddenStorageDriver)
     assert {result.name for result in report.failed} == {"raw_storage", "erase"}
     assert "raw_dump() is empty after writes" in report["raw_storage"].reason
     assert "cannot be verified" in report["erase"].reason
@@ -84,7 +92,7 @@ def test_a_driver_that_hides_its_storage_fails_raw_storage_and_cannot_prove_hard
 
 
 def test_the_local_driver_passes_every_declared_capability() -> None:
-    report = run_suite(LocalDriver)
+    report = _report(LocalDriver)
     assert report.passed, report.summary()
     assert report.driver == "local"
     statuses = _statuses(report)
@@ -102,7 +110,7 @@ def test_the_local_driver_passes_every_declared_capability() -> None:
 
 
 def test_an_honest_soft_erase_driver_passes_without_the_raw_storage_erase_check() -> None:
-    report = run_suite(broken.HonestSoftEraseDriver)
+    report = _report(broken.HonestSoftEraseDriver)
     assert report.passed, report.summary()
     erase = report["erase"]
     assert erase.status is Status.PASSED and erase.declared == "'soft'"
@@ -112,7 +120,7 @@ def test_an_honest_soft_erase_driver_passes_without_the_raw_storage_erase_check(
 
 
 def test_undeclared_capabilities_are_reported_not_declared_and_their_checks_not_run() -> None:
-    report = run_suite(broken.NoSearchDriver)
+    report = _report(broken.NoSearchDriver)
     assert report.passed, report.summary()
     statuses = _statuses(report)
     assert statuses["text_search"] is Status.NOT_DECLARED
@@ -128,23 +136,38 @@ def test_undeclared_capabilities_are_reported_not_declared_and_their_checks_not_
 
 
 def test_search_without_time_travel_runs_search_checks_only() -> None:
-    report = run_suite(broken.NoTimeTravelDriver)
+    report = _report(broken.NoTimeTravelDriver)
     assert report.passed, report.summary()
     assert _statuses(report)["text_search"] is Status.PASSED
     assert _statuses(report)["time_travel"] is Status.NOT_DECLARED
 
 
 def test_a_factory_that_raises_fails_every_capability_with_its_error() -> None:
-    report = run_suite(broken.broken_factory)
+    report = _report(broken.broken_factory)
     assert not report.passed
     assert {result.status for result in report.capabilities} == {Status.FAILED}
     assert "the factory raised RaisingFactoryError" in report["protocol"].reason
 
 
 def test_a_factory_that_returns_no_driver_fails_with_that_reason() -> None:
-    report = run_suite(broken.no_driver_factory)
+    report = _report(broken.no_driver_factory)
     assert not report.passed
     assert "did not return a Driver" in report["protocol"].reason
+
+
+def test_checks_run_at_once_report_exactly_what_they_report_one_by_one() -> None:
+    def outcomes(report: Report) -> list[tuple[str, Status, str]]:
+        # A failure's reason is reproducible; a pass's note may count retried conflicts.
+        return [
+            (check.check, check.status, check.reason if check.status is Status.FAILED else "")
+            for result in report.capabilities
+            for check in result.checks
+        ]
+
+    at_once = _report(broken.UnsortedScoresDriver)
+    one_by_one = run_suite(broken.UnsortedScoresDriver, workers=1)
+    assert outcomes(at_once) == outcomes(one_by_one)
+    assert any(status is Status.FAILED for _, status, _ in outcomes(at_once))
 
 
 def test_a_single_check_reproduces_from_its_seed(tmp_path: Path) -> None:
@@ -167,7 +190,7 @@ def test_checks_cover_every_capability_and_describe_themselves() -> None:
 
 
 def test_the_report_reads_as_json_and_as_a_table() -> None:
-    report = run_suite(broken.UnsortedScoresDriver)
+    report = _report(broken.UnsortedScoresDriver)
     data = json.loads(report.to_json_text())
     assert data["passed"] is False and data["driver"] == "unsorted-scores"
     by_name = {item["name"]: item for item in data["capabilities"]}
