@@ -23,7 +23,8 @@ def test_python_examples_run(doc: str, tmp_path: Path, monkeypatch: pytest.Monke
     code = _python_blocks(ROOT / doc)
     assert "Memory.open" in code
     monkeypatch.chdir(tmp_path)
-    KeyStore.create(tmp_path / "keys")  # what `memory keys init --keys ./keys` does
+    KeyStore.create(tmp_path / "keys")  # what `memory keys init --keys …` does
+    monkeypatch.setenv("MEMORY_KEYS", str(tmp_path / "keys"))
     namespace: dict[str, object] = {}
     exec(compile(code, doc, "exec"), namespace)  # noqa: S102 - our own documentation
     assert (tmp_path / "memories").is_dir()
