@@ -42,8 +42,10 @@ def test_a_lying_driver_fails_with_json_naming_the_lie(capsys: pytest.CaptureFix
         (["--driver", "mainsdk_memory.drivers.local:__all__"], "is not callable"),
         ([], "the following arguments are required: --driver"),
         (["--driver", "x:y", "--bogus"], "unrecognized arguments: --bogus"),
-        (["--driver", "mainsdk_memory.drivers.local:LocalDriver", "--workers", "0"],
-         "--workers must be at least 1"),
+        (
+            ["--driver", "mainsdk_memory.drivers.local:LocalDriver", "--workers", "0"],
+            "--workers must be at least 1",
+        ),
     ],
 )
 def test_usage_errors_exit_2_and_say_why(
@@ -60,13 +62,31 @@ def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert "MODULE:FACTORY" in capsys.readouterr().out
 
 
+def test_python_dash_m_runs_the_same_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mainsdk_memory.conformance", "--driver", "x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "is not 'module:factory'" in done.stderr
+
+
 def test_the_installed_command_exits_1_for_a_lying_driver() -> None:
     command = Path(sys.executable).parent / "memory-conformance"
     assert command.exists(), "reinstall with pip install -e '.[dev]' to get the command"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [str(command), "--driver", "tests.conformance_broken_drivers:TenantLeakingDriver",
-         "--workers", "4"],
+        [
+            str(command),
+            "--driver",
+            "tests.conformance_broken_drivers:TenantLeakingDriver",
+            "--workers",
+            "4",
+        ],
         capture_output=True,
         text=True,
         env=env,
