@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["describe", "fsync_ms"]
+__all__ = ["describe", "fsync_ms", "load_average"]
 
 _PACKAGES = ("cryptography", "sqlalchemy", "psycopg", "rank-bm25", "snowballstemmer", "numpy")
 
@@ -76,6 +76,14 @@ def fsync_ms(folder: Path | None = None, rounds: int = 20) -> float:
     return round(statistics.median(times), 3)
 
 
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (other work on the machine skews every time)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def _versions() -> dict[str, str]:
     found = {}
     for name in _PACKAGES:
@@ -99,6 +107,7 @@ def describe(workdir: Path | None = None) -> dict[str, Any]:
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "ram_gib": ram_gib,
         "fsync_4k_ms": fsync_ms(workdir),
+        "load_average_at_start": load_average(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "os": platform.platform(),
         "date": datetime.now(UTC).replace(microsecond=0).isoformat(),

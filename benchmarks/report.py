@@ -78,6 +78,8 @@ def _machine(result: dict[str, Any]) -> str:
                   f"listed), {m.get('usable_cpus')} usable"),
         ("RAM", f"{m.get('ram_gib')} GiB"),
         ("Disk: write 4 KiB + fsync, median", f"{m.get('fsync_4k_ms')} ms"),
+        ("Load average (1, 5, 15 min)", f"{m.get('load_average_at_start')} at the start, "
+                                        f"{m.get('load_average_at_end')} at the end"),
         ("Python", m.get("python")),
         ("OS", m.get("os")),
         ("Date (UTC)", m.get("date")),

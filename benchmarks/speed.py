@@ -64,19 +64,19 @@ class SpeedPlan:
     """Bulk-loaded memories per person for the recall growth curve (beyond ``write_n``)."""
     unsealed_scale: tuple[int, ...] = (10_000,)
     """Scale points also measured unsealed, for the recall ratio."""
-    queries: int = 200
-    """Timed recalls at ``write_n`` memories."""
-    scale_queries: tuple[int, ...] = (100, 30)
-    """Timed recalls at each scale point."""
+    queries: int = 100
+    """Timed recalls at ``write_n`` memories (each store)."""
+    scale_queries: tuple[int, ...] = (60, 20)
+    """Timed recalls at each scale point (each store)."""
     persons: int = 1000
-    per_person: int = 100
-    person_queries: int = 200
-    person_writes: int = 100
-    forgets: int = 50
+    per_person: int = 20
+    person_queries: int = 100
+    person_writes: int = 50
+    forgets: int = 30
     erases: int = 5
     rss_at: int = 100_000
     """Peak RSS of the local driver is measured at this size (0: not measured)."""
-    profile_queries: int = 20
+    profile_queries: int = 10
 
 
 def latency(samples: Sequence[float]) -> dict[str, float | int]:

@@ -247,13 +247,15 @@ class Workspace:
     postgres: PostgresServer = field(default_factory=PostgresServer)
     _count: int = 0
 
+    def __post_init__(self) -> None:
+        # Created before anything runs, so threads never race to create it.
+        if not self.keys.exists():
+            KeyStore.create(self.keys)
+
     @property
     def keys(self) -> Path:
-        """The key store every store of this run is sealed with (created on first use)."""
-        path = self.root / "keys"
-        if not path.exists():
-            KeyStore.create(path)
-        return path
+        """The key store every store of this run is sealed with."""
+        return self.root / "keys"
 
     def new_url(self, driver: str) -> str:
         """A fresh, empty store on ``driver`` (``local``, ``sqlite`` or ``postgresql``)."""
