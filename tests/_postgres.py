@@ -43,7 +43,6 @@ class TestPostgres:
         self._lock = threading.Lock()
         self._prefix = f"mainsdk_t{os.getpid()}"
         self._ours: set[str] = set()
-        self._by_folder: dict[Path, str] = {}
         self.template = f"{self._prefix}_template"
         if server is not None:
             # A throwaway test server needs no crash safety: skip fsyncs so each test's
@@ -101,19 +100,6 @@ class TestPostgres:
         else:
             self._execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
-
-    def database_for(self, folder: Path) -> str:
-        """The store URL of ``folder``: a new database the first time, the same one after
-        (for factories that take a folder and may open one store twice)."""
-        with self._lock:
-            url = self._by_folder.get(folder)
-        if url is None:
-            made = self.new_database()
-            with self._lock:
-                url = self._by_folder.setdefault(folder, made)
-            if url != made:
-                self.drop(made)
-        return url
 
     def drop(self, url: str) -> None:
         """Drop the test database behind ``url`` if this object made it."""
