@@ -18,14 +18,15 @@ import shutil
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import URL, make_url
 
-__all__ = ["TestPostgres", "postgres_store", "release_store", "session_postgres",
-           "stop_session_postgres"]
+__all__ = ["LazyServer", "TestPostgres", "postgres_store", "release_store",
+           "session_postgres", "stop_session_postgres"]
 
 ENV_URL = "MAINSDK_TEST_POSTGRES_URL"
 
@@ -120,35 +121,55 @@ class TestPostgres:
             shutil.rmtree(self._folder, ignore_errors=True)
 
 
-_session: TestPostgres | None = None
-_failure: str | None = None
-_session_lock = threading.Lock()
+class LazyServer:
+    """Starts a server on first use, once; remembers a failure instead of retrying it.
+
+    When the server cannot start, every later use fails the test under ``CI=true`` and
+    skips it elsewhere, with the reason.
+    """
+
+    def __init__(self, start: Callable[[], TestPostgres]) -> None:
+        self._start = start
+        self._lock = threading.Lock()
+        self.server: TestPostgres | None = None
+        self._failure: str | None = None
+
+    def get(self) -> TestPostgres:
+        """The server, started if it was not."""
+        with self._lock:
+            if self.server is None and self._failure is None:
+                try:
+                    self.server = self._start()
+                except Exception as exc:
+                    self._failure = (
+                        f"PostgreSQL for the tests could not start: {type(exc).__name__}: {exc}"
+                    )
+            if self.server is not None:
+                return self.server
+        assert self._failure is not None
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(self._failure)
+        pytest.skip(self._failure)
+
+    def stop(self) -> None:
+        """Stop the server if it was started."""
+        with self._lock:
+            if self.server is not None:
+                self.server.stop()
+                self.server = None
+
+
+_SESSION = LazyServer(TestPostgres.start)
 
 
 def session_postgres() -> TestPostgres:
     """The session's PostgreSQL, started on first use; fails under CI if it cannot start."""
-    global _session, _failure
-    with _session_lock:
-        if _session is None and _failure is None:
-            try:
-                _session = TestPostgres.start()
-            except Exception as exc:
-                _failure = f"PostgreSQL for the tests could not start: {type(exc).__name__}: {exc}"
-        if _session is not None:
-            return _session
-    assert _failure is not None
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(_failure)
-    pytest.skip(_failure)
+    return _SESSION.get()
 
 
 def stop_session_postgres() -> None:
     """Stop the session's PostgreSQL if it was started."""
-    global _session
-    with _session_lock:
-        if _session is not None:
-            _session.stop()
-            _session = None
+    _SESSION.stop()
 
 
 def postgres_store() -> str:
@@ -158,5 +179,5 @@ def postgres_store() -> str:
 
 def release_store(url: str) -> None:
     """Drop a test database made by :func:`postgres_store`; other URLs are left alone."""
-    if _session is not None and url.startswith("postgresql"):
-        _session.drop(url)
+    if _SESSION.server is not None and url.startswith("postgresql"):
+        _SESSION.server.drop(url)

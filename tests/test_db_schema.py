@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from _postgres import TestPostgres
+from _postgres import LazyServer, TestPostgres
 from sqlalchemy.engine import make_url
 
 from mainsdk_memory import ConfigurationError, Memory, StoreError, tenant
@@ -160,3 +160,23 @@ def test_import_works_without_the_db_dependencies_and_opening_says_what_to_insta
                           capture_output=True, text=True, timeout=120, check=True)
     assert "pip install 'mainsdk-memory[db]'" in done.stdout
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_postgresql_that_cannot_start_fails_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    attempts = []
+
+    def broken() -> TestPostgres:
+        attempts.append(1)
+        raise OSError("no server binary")
+
+    server = LazyServer(broken)
+    monkeypatch.setenv("CI", "true")
+    for _ in range(2):
+        with pytest.raises(pytest.fail.Exception, match="could not start: OSError"):
+            server.get()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="no server binary"):
+        server.get()
+    assert attempts == [1]  # tried once per session, not once per test
