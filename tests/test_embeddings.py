@@ -182,6 +182,21 @@ def test_cosine_top_k_equals_a_brute_force_reference(
     assert all(-1.0 <= s <= 1.0 for _, s in got)
 
 
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 30), k=st.integers(1, 30), seed=st.integers(0, 2**32 - 1))
+def test_cosine_top_k_unit_rows_skips_norms_but_ranks_alike(n: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = HashingEmbedder(16).embed([f"text {rng.integers(0, 10**6)}" for _ in range(n)])
+    query = rng.standard_normal(16).astype(np.float32)
+    fast = cosine_top_k(matrix, query, k, unit_rows=True)
+    want = _brute_force(matrix, query, k)
+    assert len(fast) == len(want) == min(k, n)
+    np.testing.assert_allclose([s for _, s in fast], [s for _, s in want], atol=1e-5)
+    assert fast == sorted(fast, key=lambda pair: (-pair[1], pair[0]))
+    reference = dict(_brute_force(matrix, query, n))
+    assert all(math.isclose(s, reference[i], abs_tol=1e-5) for i, s in fast)
+
+
 def test_cosine_top_k_ties_keep_the_lower_index_even_at_the_cut() -> None:
     matrix = np.array([[0, 1], [1, 0], [0, 2], [1, 0], [1, 0], [3, 0]], dtype=np.float32)
     assert cosine_top_k(matrix, np.array([1, 0], np.float32), 3) == [
