@@ -72,10 +72,8 @@ def test_conformance(memory_conformance_check):
     memory_conformance_check()
 """
     )
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-v")
-    outcomes = result.parseoutcomes()
-    assert outcomes["failed"] == 1
-    assert outcomes["passed"] >= 20
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-v", "-k", "erase")
+    result.assert_outcomes(failed=1, passed=2)  # the other two erase checks hold
     result.stdout.fnmatch_lines([
         "*test_conformance?erase.no_bytes_left? FAILED*",
         "*erase.no_bytes_left: erase is declared 'hard', but after erase() the sealed blob*",
