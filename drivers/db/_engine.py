@@ -14,6 +14,7 @@ Every call of the driver runs in exactly one database transaction (:func:`transa
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -174,6 +175,8 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     # Transactions are begun by _sqlite_begin, not by the sqlite3 module's implicit BEGIN
     # (which begins only before writes, so reads would not see one snapshot).
     dbapi_connection.isolation_level = None
+    # ln() for BM25's idf in SQL, the same function Python's arithmetic uses.
+    dbapi_connection.create_function("ln", 1, math.log, deterministic=True)
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("PRAGMA secure_delete = ON")

@@ -2,11 +2,12 @@
 
 A search runs in one read transaction (one snapshot):
 
-1. N and the summed document length of the rows the filter selects (``count``, ``sum``).
-2. For each query term group, its document frequency among those rows: a per-document
-   aggregate of the postings of the query's blind terms, then a conditional count per group.
-3. The BM25 raw score of every matching document, in SQL, ordered, ``LIMIT k + 16``.
-4. The candidates are re-scored in Python with the reference's own arithmetic (the same
+1. One statement computes N and the summed document length of the rows the filter selects,
+   a per-document aggregate of the postings of the query's blind terms (materialised, as it
+   is read twice), each query term group's document frequency among those rows, and every
+   matching document's BM25 raw score; it returns the best ``k + 16`` with their counts and
+   the statistics.
+2. The candidates are re-scored in Python with the reference's own arithmetic (the same
    floating-point operations in the same order), and sorted with its tie order (trust,
    ``recorded_at``, memory id). If a document left out by the ``LIMIT`` could still tie
    with or beat the k-th (its SQL score within a relative 1e-9 of it, the bound on how far
@@ -31,12 +32,13 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
-    Subquery,
     and_,
     case,
+    cast,
     func,
     literal,
     select,
+    true,
 )
 
 from mainsdk_memory.drivers._protocol import BM25_B, BM25_K1, TRUST_RANK, Filter
@@ -116,24 +118,24 @@ def rank(
     top_k: int,
 ) -> list[tuple[Key, float]]:
     """The top ``k`` versions for ``query`` among the rows ``scope`` selects, with scores."""
-    v = VERSIONS.c
-    n_docs, total_length = connection.execute(
-        select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope)
-    ).one()
-    n_docs, total_length = int(n_docs), int(total_length)
     groups = [list(group) for group in query]
     tokens = sorted({token for group in groups for token in group})
-    if not n_docs or not tokens:
+    if not tokens:
         return []
-    avgdl = total_length / n_docs or 1.0
     distinct = list(dict.fromkeys(frozenset(group) for group in groups))
     if len(distinct) > _MAX_SQL_GROUPS or any(len(set(g)) != len(g) for g in groups):
-        return _rank_in_python(connection, where, scope, groups, tokens, n_docs, avgdl, top_k)
+        return _rank_in_python(connection, where, scope, groups, tokens, top_k)
     slot = {group: index for index, group in enumerate(distinct)}
     slots = [slot[frozenset(group)] for group in groups]
+    multiplicity = [slots.count(index) for index in range(len(distinct))]
 
-    p = POSTINGS.c
-    docs: Subquery = (
+    v, p = VERSIONS.c, POSTINGS.c
+    # One statement: corpus statistics, per-document counts of each distinct group (used
+    # twice, so materialised), document frequencies, and the raw score.
+    stats = select(
+        func.count().label("n"), func.coalesce(func.sum(v.length), 0).label("total")
+    ).where(*scope).cte("stats")
+    docs = (
         _join_scope(where, tokens, scope)
         .with_only_columns(
             p.memory_id, p.version, v.length, v.trust, v.recorded_at,
@@ -142,50 +144,60 @@ def rank(
             maintain_column_froms=True,
         )
         .group_by(p.memory_id, p.version, v.length, v.trust, v.recorded_at)
-        .subquery("docs")
+        .cte("docs")
     )
     tf = [docs.c[f"tf{i}"] for i in range(len(distinct))]
-    df_distinct = connection.execute(
-        select(*(func.coalesce(func.sum(case((column > 0, 1), else_=0)), 0) for column in tf))
-    ).one()
-    idf = _idf(n_docs, [int(df_distinct[i]) for i in slots])
-    ceiling = sum(idf) * (BM25_K1 + 1.0)
+    dfs = select(
+        *(func.coalesce(func.sum(case((column > 0, 1), else_=0)), 0).label(f"df{i}")
+          for i, column in enumerate(tf))
+    ).cte("dfs")
+
+    def real(value: float) -> ColumnElement[Any]:
+        return literal(value, Float)
+
+    n = cast(stats.c.n, Float)
+    avgdl = case((stats.c.total == 0, real(1.0)), else_=cast(stats.c.total, Float) / n)
+    norm = real(BM25_K1) * (real(1.0 - BM25_B) + real(BM25_B) * docs.c.length / avgdl)
+    total: ColumnElement[Any] | None = None
+    for index, column in enumerate(tf):
+        df = dfs.c[f"df{index}"]
+        idf = func.ln(real(1.0) + (n - df + real(0.5)) / (df + real(0.5)))
+        term = case(
+            (column > 0, real(multiplicity[index]) * idf * (column * real(BM25_K1 + 1.0))
+             / (column + norm)),
+            else_=real(0.0),
+        )
+        total = term if total is None else total + term
+    assert total is not None  # noqa: S101 - there is at least one group
+    ranked = (
+        select(docs, stats.c.n, stats.c.total, *dfs.c, total.label("raw"))
+        .select_from(docs.join(stats, true()).join(dfs, true()))
+        .subquery("ranked")
+    )
+    limit = top_k + _MARGIN
+    rows = connection.execute(select(ranked).order_by(ranked.c.raw.desc()).limit(limit)).all()
+    if not rows:
+        return []
+    # Python redoes the arithmetic from the counts, exactly as bm25_rank does.
+    first = rows[0]._mapping
+    n_docs, total_length = int(first["n"]), int(first["total"])
+    avgdl_exact = total_length / n_docs or 1.0
+    idf_exact = _idf(n_docs, [int(first[f"df{s}"]) for s in slots])
+    ceiling = sum(idf_exact) * (BM25_K1 + 1.0)
     if ceiling <= 0.0:
         return []
-    # The same formula in SQL, to order and cut; each distinct group weighs the idf of every
-    # query term it stands for. Python re-scores whatever comes back.
-    weights = [0.0] * len(distinct)
-    for i, s in enumerate(slots):
-        weights[s] += idf[i]
-    norm = literal(BM25_K1, Float) * (
-        literal(1.0 - BM25_B, Float)
-        + literal(BM25_B, Float) * docs.c.length / literal(avgdl, Float)
-    )
-    terms = [
-        case((column > 0, literal(w, Float) * (column * literal(BM25_K1 + 1.0, Float))
-              / (column + norm)), else_=literal(0.0, Float))
-        for w, column in zip(weights, tf, strict=True)
-    ]
-    total: ColumnElement[Any] = terms[0]
-    for term in terms[1:]:
-        total = total + term
-    raw = total.label("raw")
-    ranked = select(docs.c.memory_id, docs.c.version, docs.c.length, docs.c.trust,
-                    docs.c.recorded_at, *tf, raw).subquery("ranked")
 
-    def candidates(rows: Sequence[Any]) -> list[_Candidate]:
+    def candidates(found_rows: Sequence[Any]) -> list[_Candidate]:
         found = []
-        for row in rows:
-            counts = [int(row[5 + s]) for s in slots]  # tf columns follow the 5 row columns
+        for row in found_rows:
+            values = row._mapping
+            counts = [int(values[f"tf{s}"]) for s in slots]
             if any(counts):  # as in bm25_rank, a document with no query term is left out
                 found.append(_candidate((row.memory_id, row.version), counts, row.length,
-                                        row.trust, row.recorded_at, idf, avgdl, ceiling))
+                                        row.trust, row.recorded_at, idf_exact, avgdl_exact,
+                                        ceiling))
         return found
 
-    limit = top_k + _MARGIN
-    rows = connection.execute(
-        select(ranked).order_by(ranked.c.raw.desc()).limit(limit)
-    ).all()
     best = _best(candidates(rows), top_k)
     if len(rows) == limit and len(best) == top_k:
         kth = best[-1]
@@ -194,7 +206,7 @@ def rank(
             # A left-out document could tie or beat the k-th: fetch all that could.
             threshold = min(kth.raw, ceiling) * (1.0 - _EPSILON)
             rows = connection.execute(
-                select(ranked).where(ranked.c.raw >= literal(threshold, Float))
+                select(ranked).where(ranked.c.raw >= real(threshold))
             ).all()
             best = _best(candidates(rows), top_k)
     return [(c.key, c.score) for c in best]
@@ -206,12 +218,17 @@ def _rank_in_python(
     scope: list[ColumnElement[bool]],
     groups: list[list[str]],
     tokens: list[str],
-    n_docs: int,
-    avgdl: float,
     top_k: int,
 ) -> list[tuple[Key, float]]:
     """The plain path: per-token counts of every matching document, ranked in Python."""
     v, p = VERSIONS.c, POSTINGS.c
+    n_docs, total_length = connection.execute(
+        select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope)
+    ).one()
+    n_docs, total_length = int(n_docs), int(total_length)
+    if not n_docs:
+        return []
+    avgdl = total_length / n_docs or 1.0
     result = connection.execute(
         _join_scope(where, tokens, scope).with_only_columns(
             p.memory_id, p.version, p.term, p.tf, v.length, v.trust, v.recorded_at,
