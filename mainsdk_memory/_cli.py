@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mainsdk_memory import mcp_server, receipts, tenant
+from mainsdk_memory._cli_privacy import add_privacy_commands
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
@@ -163,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve_mcp = commands.add_parser("mcp", help="serve one person's memory as MCP tools (stdio)")
     mcp_server.add_arguments(serve_mcp)  # the mcp package is imported only when it runs
     serve_mcp.set_defaults(run=mcp_server.run_from_args)
+    add_privacy_commands(commands)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
