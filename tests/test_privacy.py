@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _postgres import TestPostgres
 
 from mainsdk_memory import (
     BundleError,
@@ -361,3 +362,45 @@ def test_the_privacy_commands(tmp_path: Path, keys_path: Path) -> None:
     assert swept.returncode == 0 and "erased 0 expired memories" in swept.stdout
     bad = _memory_cli("retention", *common, "--retain", "personal")
     assert bad.returncode == 2
+
+
+def _pg_tool(name: str) -> str:
+    import pgserver
+
+    return str(Path(pgserver.__file__).parent / "pginstall" / "bin" / name)
+
+
+def _database(url: str) -> str:
+    return url.rsplit("/", 1)[1].split("?")[0]
+
+
+def test_a_pg_dump_taken_before_the_erase_cannot_be_read(
+    postgres: TestPostgres, keys_path: Path, tmp_path: Path
+) -> None:
+    """The PostgreSQL backup: pg_dump before the erase, restored into a fresh database."""
+    server = postgres
+    live = server.new_database()
+    with Memory.open(live, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        ids = _fill(memory)
+    dump = tmp_path / "before-erase.dump"
+    subprocess.run(
+        [_pg_tool("pg_dump"), "--format=custom", f"--file={dump}",
+         server.conninfo(_database(live))],
+        check=True, capture_output=True, timeout=120,
+    )
+    with Memory.open(live, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        memory.privacy.erase("ada")
+    restored = server.new_database(schema=False)
+    subprocess.run(
+        [_pg_tool("pg_restore"), "--exit-on-error",
+         f"--dbname={server.conninfo(_database(restored))}",
+         str(dump)],
+        check=True, capture_output=True, timeout=120,
+    )
+    with Memory.open(restored, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        assert memory.acting_for("ada", agent="bot", session="s1").recall(
+            "rent Augusta Garrett oboe calls") == []
+        for memory_id in ids["ada"]:
+            with pytest.raises(SealError, match="erased"):
+                memory.person("ada").get(memory_id)
+        assert memory.acting_for("bob", agent="bot").get(ids["bob"][0]).text.startswith("Bob")
