@@ -338,7 +338,7 @@ def _plots(result: dict[str, Any], folder: Path, prefix: str) -> dict[str, str]:
                    [r["overall"][k] for k in metrics], width, label=name)
         ax.set_xticks([m + 0.4 - width / 2 for m in range(len(metrics))], metrics)
         ax.axhline(0.526, color="grey", linestyle="--", linewidth=1)
-        ax.text(len(metrics) - 0.6, 0.535, "recall@5 target 0.526", fontsize=8, color="grey")
+        ax.text(-0.4, 0.535, "recall@5 target 0.526", fontsize=8, color="grey")
         ax.set_ylim(0, 1)
         ax.set_title("LoCoMo retrieval, all questions with evidence")
         ax.legend(fontsize=8, ncol=2)

@@ -306,6 +306,14 @@ def _open_unsealed(url: str, keys: Path, clock: Clock) -> Memory:
 
 
 @functools.lru_cache(maxsize=1)
+def _minilm() -> Any:
+    """One MiniLMEmbedder for the run: it loads the model once and serialises its calls."""
+    from mainsdk_memory import embeddings
+
+    return embeddings.MiniLMEmbedder()
+
+
+@functools.lru_cache(maxsize=1)
 def hybrid_unavailable() -> str | None:
     """Why the hybrid (embedder) configuration cannot run here, or ``None`` if it can."""
     if "embedder" not in inspect.signature(Memory.open).parameters:
@@ -313,20 +321,15 @@ def hybrid_unavailable() -> str | None:
     if importlib_util.find_spec("mainsdk_memory.embeddings") is None:
         return "mainsdk_memory.embeddings is not importable."
     try:
-        from mainsdk_memory import embeddings
-
-        embeddings.MiniLMEmbedder()
+        _minilm()
     except Exception as exc:  # the model or torch missing: report, do not fail the run
         return f"MiniLMEmbedder cannot be built here: {type(exc).__name__}: {exc}"
     return None
 
 
 def _open_hybrid(url: str, keys: Path, clock: Clock) -> Memory:
-    from mainsdk_memory import embeddings
-
-    embedder = embeddings.MiniLMEmbedder()
     opener = cast(Callable[..., Memory], Memory.open)
-    return opener(url, keys=keys, app=APP, clock=clock, embedder=embedder)
+    return opener(url, keys=keys, app=APP, clock=clock, embedder=_minilm())
 
 
 @dataclass(frozen=True)
