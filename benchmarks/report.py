@@ -29,12 +29,13 @@ REFERENCE = [
     ("reference: bm25s (data README)", 0.267, 0.499, 0.583, 0.376),
     ("reference: bm25s, stopwords + stemming (data README)", 0.292, 0.526, 0.621, 0.403),
 ]
+Row = tuple[object, ...]
 DASH = "\u2013"  # an en dash: "no value"
 TIMES = "\u00d7"  # the multiplication sign of ratios
 DRIVER_COLOURS = {"local": "tab:blue", "sqlite": "tab:orange", "postgresql": "tab:green"}
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+def _table(header: Sequence[str], rows: Iterable[Row]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         lines.append("| " + " | ".join("" if cell is None else str(cell) for cell in row) + " |")
@@ -64,7 +65,9 @@ def _x(value: object) -> str:
 
 
 def _met(flag: object) -> str:
-    return {True: "**met**", False: "**missed**"}.get(flag, "not measured")  # type: ignore[call-overload]
+    if flag is True:
+        return "**met**"
+    return "**missed**" if flag is False else "not measured"
 
 
 # --- sections -------------------------------------------------------------------------------
@@ -72,7 +75,7 @@ def _met(flag: object) -> str:
 
 def _machine(result: dict[str, Any]) -> str:
     m = result["machine"]
-    rows = [
+    rows: list[Row] = [
         ("CPU", m.get("cpu_model")),
         ("Cores", f"{m.get('logical_cpus')} logical ({m.get('physical_cores') or '?'} physical "
                   f"listed), {m.get('usable_cpus')} usable"),
@@ -95,8 +98,10 @@ def _machine(result: dict[str, Any]) -> str:
 
 
 def _targets(result: dict[str, Any]) -> str:
-    rows = [(t["target"], t["goal"], _f(t["measured"]), _met(t["met"]), t.get("note", ""))
-            for t in result.get("targets", [])]
+    rows: list[Row] = [
+        (t["target"], t["goal"], _f(t["measured"]), _met(t["met"]), t.get("note", ""))
+        for t in result.get("targets", [])
+    ]
     return _table(("Target", "Goal", "Measured", "Result", "Note"), rows)
 
 
@@ -123,7 +128,7 @@ def _locomo(result: dict[str, Any], images: dict[str, str]) -> str:
             + ". They are missing from every SDK store (and from `plaintext-ours`, so the "
             "comparison is on the same rows); `rank_bm25` indexes every turn."
         )
-    rows = []
+    rows: list[Row] = []
     for name, r in lo["results"].items():
         if r["status"] != "ok":
             rows.append((f"`{name}`", r.get("kind"), DASH, DASH, DASH, DASH,
@@ -181,7 +186,7 @@ def _speed(result: dict[str, Any], images: dict[str, str]) -> str:
     for driver, v in failed.items():
         parts.append(f"**{driver}: the speed run failed** ({v.get('reason')}).")
 
-    rows = []
+    rows: list[Row] = []
     for d, v in drivers.items():
         w = v["write"]
         rows.append((d, _f(w["sealed"]["per_s"], 1), _ms(w["sealed"]["p50_ms"]),

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ def _recall_pairs(
     for i, query in enumerate(queries):
         order = range(len(handles)) if i % 2 == 0 else reversed(range(len(handles)))
         for j in order:
-            times[j].append(_timed(lambda h=handles[j], q=query: h.recall(q, top_k=10)))
+            times[j].append(_timed(partial(handles[j].recall, query, top_k=10)))
     return times
 
 
@@ -275,9 +276,9 @@ def _small(run: DriverRun, sealed: StoreConfig, plain: StoreConfig) -> dict[str,
         after_times: list[list[float]] = [[], []]
         for i in range(min(plan.forgets, plan.write_n)):
             for j in (0, 1):
-                forget_times[j].append(_timed(lambda j=j, i=i: people[j].forget(ids[j][i])))
+                forget_times[j].append(_timed(partial(people[j].forget, ids[j][i])))
                 after_times[j].append(_timed(
-                    lambda j=j, i=i: handles[j].recall(queries[i % len(queries)], top_k=10)
+                    partial(handles[j].recall, queries[i % len(queries)], top_k=10)
                 ))
         run.progress(f"  {sealed.driver}: recall and forget done")
     for url in urls:
@@ -325,7 +326,7 @@ def _scale_point(
         for (config, rows), url in zip(configs, urls, strict=True):
             memory = config.open(url, ws.keys, SteppingClock())
             memories.append(memory)
-            load_seconds.append(round(_timed(lambda m=memory, r=rows: bulk_load(m, r)), 2))
+            load_seconds.append(round(_timed(partial(bulk_load, memory, rows)), 2))
             ws.settle(url)
         with tenant.use(TENANT):
             handles = [m.acting_for(run.scale_person, agent=AGENT) for m in memories]
@@ -375,14 +376,14 @@ def _persons(run: DriverRun, sealed: StoreConfig) -> dict[str, Any]:
                 recall_times = []
                 for query in queries:
                     handle = memory.acting_for(rng.choice(names), agent=AGENT)
-                    recall_times.append(_timed(lambda h=handle, q=query: h.recall(q, top_k=10)))
+                    recall_times.append(_timed(partial(handle.recall, query, top_k=10)))
                 write_times = []
                 for text in _cycle(corpus.texts[7:], plan.person_writes):
                     handle = memory.acting_for(rng.choice(names), agent=AGENT)
-                    write_times.append(_timed(lambda h=handle, t=text: h.remember(t)))
+                    write_times.append(_timed(partial(handle.remember, text)))
                 erase_times = []
                 for name in rng.sample(names, min(plan.erases, len(names))):
-                    erase_times.append(_timed(lambda n=name: memory.privacy.erase(n)))
+                    erase_times.append(_timed(partial(memory.privacy.erase, name)))
         result["recall"] = latency(recall_times)
         result["remember"] = latency(write_times)
         result["erase"] = {"memories_per_person": plan.per_person, **latency(erase_times)}

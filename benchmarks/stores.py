@@ -136,7 +136,8 @@ class PlainKeyStore:
 
     def export_public_jwks(self) -> dict[str, Any]:
         """The real store's public keys."""
-        return self._real.export_public_jwks()
+        jwks: dict[str, Any] = self._real.export_public_jwks()
+        return jwks
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------
@@ -168,7 +169,9 @@ class PostgresServer:
         import pgserver
 
         self._folder = Path(tempfile.mkdtemp(prefix="mainsdk-bench-pg-"))
-        self._server = pgserver.get_server(self._folder / "data", cleanup_mode="delete")
+        self._server = pgserver.get_server(  # type: ignore[attr-defined]
+            self._folder / "data", cleanup_mode="delete"
+        )
         self._admin = make_url(self._server.get_uri()).set(drivername="postgresql+psycopg")
 
     def _libpq(self, database: str | None = None) -> str:
