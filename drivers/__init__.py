@@ -17,6 +17,7 @@ from mainsdk_memory.drivers._protocol import (
     EraseResult,
     Filter,
     StoredRow,
+    VectorEntry,
     bm25_rank,
 )
 from mainsdk_memory.drivers._registry import open_driver
@@ -32,6 +33,7 @@ __all__ = [
     "EraseResult",
     "Filter",
     "StoredRow",
+    "VectorEntry",
     "bm25_rank",
     "open_driver",
 ]

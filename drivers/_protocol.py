@@ -10,10 +10,10 @@ from __future__ import annotations
 import builtins
 import heapq
 import math
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "BM25_B",
@@ -26,6 +26,7 @@ __all__ = [
     "EraseResult",
     "Filter",
     "StoredRow",
+    "VectorEntry",
     "bm25_rank",
 ]
 
@@ -50,7 +51,9 @@ class Capabilities:
     time_travel: bool = True
     """Keeps closed versions, so ``as_of`` and ``history`` work."""
     vectors: bool = False
-    """Stores sealed embeddings and ranks by vector similarity."""
+    """Stores a sealed embedding with each version (``put(vector=...)``) and returns the
+    embeddings of the rows a filter matches (:meth:`Driver.vectors`); the SDK opens and ranks
+    them in process."""
     relations: bool = False
     """Stores relations between memories."""
     extraction: bool = False
@@ -150,6 +153,16 @@ class Filter:
         return self.visible(row) and self.in_time(row)
 
 
+class VectorEntry(NamedTuple):
+    """The sealed embedding of one stored version, as :meth:`Driver.vectors` returns it."""
+
+    subject: str
+    memory_id: str
+    version: int
+    sealed: bytes | None
+    """The bytes given to ``put(vector=...)``; ``None`` when the caller said it knows them."""
+
+
 @dataclass(frozen=True, slots=True)
 class EraseResult:
     """What a driver's erase removed, confirmed durable when it returns."""
@@ -224,7 +237,9 @@ class Driver(Protocol):
     """A short name for receipts and diagnostics, e.g. ``"local"``."""
     capabilities: Capabilities
 
-    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
         """Store ``row``.
 
         With ``closes=None`` the row is version 1 of a new memory. With ``closes=n`` the
@@ -232,6 +247,10 @@ class Driver(Protocol):
         row.valid_from`` and the row is added. If version ``n`` is not the memory's current
         open version (another writer got there first), nothing changes and
         :class:`mainsdk_memory.MemoryConflictError` is raised.
+
+        ``vector`` is the version's sealed embedding, opaque bytes stored with it in the same
+        atomic step and returned by :meth:`vectors`. The SDK passes it only to a driver that
+        declares ``vectors``; a driver that does not may ignore the parameter.
         """
         ...
 
@@ -262,8 +281,20 @@ class Driver(Protocol):
         """Rank the rows matching ``where`` exactly as :func:`bm25_rank` does."""
         ...
 
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> builtins.list[VectorEntry]:
+        """The sealed embedding of every row matching ``where`` that has one (declared
+        ``vectors`` only), sorted by subject, memory id and version.
+
+        An entry whose ``(memory_id, version)`` is in ``known`` carries ``sealed=None``: the
+        caller holds those bytes already, so a recall moves only embeddings it has not seen.
+        """
+        ...
+
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """Remove every version and index entry of the memory; return once it is durable."""
+        """Remove every version, index entry and embedding of the memory; return once it is
+        durable."""
         ...
 
     def expired(
