@@ -31,6 +31,7 @@ from mainsdk_memory._errors import (
     InvalidInputError,
     KeyStoreError,
     LimitExceededError,
+    MemoryCapabilityError,
     MemoryConflictError,
     MemoryNotFound,
     MemorySDKError,
@@ -40,9 +41,11 @@ from mainsdk_memory._errors import (
 from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
+from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.audit import AuditEvent, AuditSink, LoggingSink
 from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver
 from mainsdk_memory.drivers import open_driver as _open_driver
+from mainsdk_memory.embeddings import Embedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
 from mainsdk_memory.keys import KeyStore, SubjectKeys
 
@@ -115,6 +118,7 @@ class Memory:
         limits: AgentLimits | None = None,
         retention: Mapping[str, timedelta] | None = None,
         max_text_chars: int = check.MAX_TEXT_CHARS,
+        embedder: Embedder | None = None,
     ) -> None:
         self._driver = driver
         self._keys = keystore
@@ -146,6 +150,16 @@ class Memory:
         self.retention[check.CHILD_LABEL] = min(child_cap, check.CHILD_RETENTION)
         self._child_detector = _model_free(self.detector)
         self._control = ControlStore(driver, keystore, self.app)
+        self._vectors: VectorIndex | None = None
+        if embedder is not None:
+            if not driver.capabilities.vectors:
+                raise MemoryCapabilityError(
+                    "vectors",
+                    f"The {driver.name!r} driver does not store vectors, so it cannot be "
+                    "opened with an embedder. Open it without one, or use a driver that "
+                    "declares vectors (local, sqlite, postgresql).",
+                )
+            self._vectors = VectorIndex(embedder)
         self.privacy = Privacy(self)
         """Erase, export, children, the receipts log and procedures: :class:`Privacy`."""
         self._writes: dict[tuple[str, str], deque[datetime]] = {}
@@ -165,6 +179,7 @@ class Memory:
         audit: AuditSink | None = None,
         limits: AgentLimits | None = None,
         retention: Mapping[str, timedelta] | None = None,
+        embedder: Embedder | None = None,
     ) -> Memory:
         """Open the store at ``url`` (``local:PATH``, …) sealed with the key store at ``keys``.
 
@@ -178,7 +193,9 @@ class Memory:
         ``limits`` are the default limits of every agent. ``retention`` caps the lifetime of
         memories per label (``{"personal": timedelta(days=365)}``): an expired memory is never
         returned, and :meth:`enforce_retention` erases it; memories about a child are capped
-        at 90 days whatever the configuration.
+        at 90 days whatever the configuration. ``embedder`` (see
+        :mod:`mainsdk_memory.embeddings`) gives every new version a sealed embedding and turns
+        on vector and hybrid recall; without it recall is BM25 only.
         """
         app = check.name(app, "app")
         keystore = KeyStore.open(keys)
@@ -205,6 +222,7 @@ class Memory:
                 audit=audit,
                 limits=limits,
                 retention=retention,
+                embedder=embedder,
             )
         except BaseException:
             driver.close()
@@ -229,6 +247,11 @@ class Memory:
         return self._driver.capabilities
 
     @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to :meth:`open`, or ``None`` (recall is BM25 only)."""
+        return None if self._vectors is None else self._vectors.embedder
+
+    @property
     def driver(self) -> Driver:
         """The storage driver (it holds only sealed, blinded rows)."""
         return self._driver
@@ -241,9 +264,7 @@ class Memory:
 
     # -- handles --------------------------------------------------------------------------
 
-    def acting_for(
-        self, person_id: str, *, agent: str, session: str | None = None
-    ) -> ScopedMemory:
+    def acting_for(self, person_id: str, *, agent: str, session: str | None = None) -> ScopedMemory:
         """A handle that reads and writes as ``agent`` for ``person_id`` in the current tenant.
 
         What the agent reads follows its grant (:meth:`grant`): ``"own"`` (the default) sees
@@ -278,9 +299,7 @@ class Memory:
 
     # -- administration of agents (in the current tenant) ------------------------------------
 
-    def _admin(
-        self, operation: str, agent: str, key: str, document: dict[str, Any] | None
-    ) -> None:
+    def _admin(self, operation: str, agent: str, key: str, document: dict[str, Any] | None) -> None:
         tenant_id = _tenant.current()
         with self._audited(tenant_id, operation, actor="app") as note:
             note.extra.append(("target_agent", agent))
@@ -352,6 +371,8 @@ class Memory:
                     if label in rows[-1].labels and rows[-1].created_at < cutoff
                 )
                 result = self._driver.erase(tenant_id, self.app, subject, memory_id)
+                if self._vectors is not None:
+                    self._vectors.discard(tenant_id, self.app, subject, memory_id)
                 receipt = _receipts.issue(
                     {
                         "op": "retention",

@@ -88,6 +88,8 @@ class Privacy:
                     memory_ids.append(row.memory_id)
                     version_ids += [f"{row.memory_id}.v{v}" for v in result.versions]
                     modes.add(result.mode)
+            if memory._vectors is not None:
+                memory._vectors.drop_subject(tenant_id, memory.app, pseudonym)
             for key, _ in memory._control.list(tenant_id, f"forget/{pseudonym}/"):
                 memory._control.put(tenant_id, key, None)
             memory._control.put(tenant_id, f"child/{pseudonym}", None)
@@ -136,8 +138,7 @@ class Privacy:
                 note.memory_ids.append(current.memory_id)
             note.count = len(memories)
             requests = [
-                document
-                for _, document in memory._control.list(tenant_id, f"forget/{pseudonym}/")
+                document for _, document in memory._control.list(tenant_id, f"forget/{pseudonym}/")
             ]
             return {
                 "format": EXPORT_FORMAT,
@@ -275,7 +276,10 @@ class Privacy:
             source = Source.import_(f"bundle:{claims['jti']}", ref=str(claims.get("app")))
             imported = [
                 importer.remember(
-                    item["text"], kind="procedure", about=TENANT_SUBJECT, labels=["none"],
+                    item["text"],
+                    kind="procedure",
+                    about=TENANT_SUBJECT,
+                    labels=["none"],
                     source=source,
                 )
                 for item in items
@@ -298,7 +302,10 @@ def _verify_bundle(bundle: object, public_key: object) -> dict[str, Any]:
             raise BundleError("This token is not a procedures bundle.")
         key = _receipts.public_key_for(public_key, header.get("kid"))
         claims: dict[str, Any] = jwt.decode(
-            bundle, key, algorithms=["EdDSA"], issuer=_receipts.ISSUER,
+            bundle,
+            key,
+            algorithms=["EdDSA"],
+            issuer=_receipts.ISSUER,
             options={"require": ["iss", "jti", "iat", "tenant", "items"]},
         )
     except (jwt.PyJWTError, ReceiptError) as exc:

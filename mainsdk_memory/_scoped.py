@@ -13,10 +13,11 @@ import secrets
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from mainsdk_memory import _fusion
 from mainsdk_memory import _validate as check
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
@@ -45,14 +46,20 @@ from mainsdk_memory._records import (
     Trust,
 )
 from mainsdk_memory._text import index_terms
+from mainsdk_memory._vectors import CANDIDATES, VectorIndex
 from mainsdk_memory.audit import AuditEvent
-from mainsdk_memory.drivers import TENANT_SUBJECT, TRUST_RANK, Filter, StoredRow
+from mainsdk_memory.drivers import TENANT_SUBJECT, TRUST_RANK, Filter, StoredRow, VectorEntry
 from mainsdk_memory.keys import associated_data
 
 if TYPE_CHECKING:
     from mainsdk_memory._memory import Memory, _AuditNote
 
-__all__ = ["PERSON_AGENT", "PersonMemory", "ScopedMemory"]
+__all__ = ["PERSON_AGENT", "PersonMemory", "RecallMode", "ScopedMemory"]
+
+RecallMode = Literal["auto", "text", "vector", "hybrid"]
+"""How recall ranks: ``text`` (BM25 over blind terms), ``vector`` (sealed embeddings),
+``hybrid`` (both, fused), or ``auto`` (hybrid when the memory has an embedder, else text)."""
+_MODES = ("auto", "text", "vector", "hybrid")
 
 #: The agent name recorded when the person themself writes (no agent name can start with "@").
 PERSON_AGENT = "@person"
@@ -158,6 +165,47 @@ class _Handle:
     def _ad(self, tenant_id: str, subject: str, memory_id: str, version: int) -> bytes:
         return associated_data(
             "mainsdk-memory/v1/memory", tenant_id, self._memory.app, subject, memory_id, version
+        )
+
+    def _vector_ad(self, tenant_id: str, subject: str, memory_id: str, version: int) -> bytes:
+        return associated_data(
+            "mainsdk-memory/v1/vector", tenant_id, self._memory.app, subject, memory_id, version
+        )
+
+    def _embedding_for(self, *, child: bool) -> VectorIndex | None:
+        """The memory's vector index, unless there is none or a child's text would reach a
+        model through it (no model ever reads a child's memories)."""
+        index = self._memory._vectors
+        if index is None or (child and index.embedder.uses_model):
+            return None
+        return index
+
+    def _sealed_vector(self, row: StoredRow, text: str, *, child: bool) -> bytes | None:
+        """``text``'s embedding sealed for ``row``'s version, or ``None`` without one."""
+        index = self._embedding_for(child=child)
+        if index is None:
+            return None
+        subject = self._subject_of(row)
+        keys = self._memory._subject_keys(row.tenant, subject, create=True)
+        assert keys is not None  # noqa: S101 - create=True always returns keys
+        ad = self._vector_ad(row.tenant, subject, row.memory_id, row.version)
+        return index.seal(index.embed(text), lambda plain: keys.seal(plain, ad))
+
+    def _store(self, row: StoredRow, text: str, *, child: bool, closes: int | None = None) -> None:
+        """Put ``row`` (closing version ``closes``) with its sealed embedding, if any."""
+        vector = self._sealed_vector(row, text, child=child)
+        if vector is None:
+            self._memory._driver.put(row, closes=closes)
+        else:
+            self._memory._driver.put(row, closes=closes, vector=vector)
+
+    def _open_vector(self, entry: VectorEntry) -> bytes:
+        subject = TENANT_SUBJECT if entry.subject == TENANT_SUBJECT else self.person
+        keys = self._memory._subject_keys(self._tenant, subject, create=False)
+        if keys is None or entry.sealed is None:
+            raise SealError
+        return keys.open(
+            entry.sealed, self._vector_ad(self._tenant, subject, entry.memory_id, entry.version)
         )
 
     def _seal_row(
@@ -448,7 +496,7 @@ class _Handle:
                 valid_from=now if start is None else start,
             )
             note.memory_ids.append(row.memory_id)
-            self._memory._driver.put(row)
+            self._store(row, text, child=child)
             return self._open_row(row)
 
     def _is_child(self, tenant_id: str) -> bool:
@@ -505,7 +553,8 @@ class _Handle:
                 raise InvalidInputError(
                     "valid_from of a revision cannot be before the current version's valid_from."
                 )
-            self._check_injection(text, child=check.CHILD_LABEL in current.labels)
+            child = check.CHILD_LABEL in current.labels
+            self._check_injection(text, child=child)
             self._check_write(tenant_id, new_personal_memory=False)
             now = self._memory._now()
             if start is None:
@@ -536,7 +585,7 @@ class _Handle:
                 recorded_at=now,
                 valid_from=start,
             )
-            self._memory._driver.put(row, closes=current.version)
+            self._store(row, text, child=child, closes=current.version)
             return self._open_row(row)
 
     def _set_pinned(self, operation: str, memory_id: str, pinned: bool) -> MemoryRecord:
@@ -563,6 +612,10 @@ class _Handle:
     ) -> _receipts.Receipt:
         driver = self._memory._driver
         result = driver.erase(tenant_id, self._memory.app, current.subject, current.memory_id)
+        if self._memory._vectors is not None:
+            self._memory._vectors.discard(
+                tenant_id, self._memory.app, current.subject, current.memory_id
+            )
         # Pending requests about the erased memory go too: no id of it stays behind.
         for key, document in self._memory._control.list(tenant_id, "forget/"):
             if document.get("memory_id") == current.memory_id:
@@ -635,6 +688,11 @@ class _Handle:
         ]
         return [{keys.blind(term) for keys in vocabularies} for term in index_terms(query)]
 
+    def _reads_child(self, tenant_id: str) -> bool:
+        """Whether the person acted for is a child (no model may read their text)."""
+        pseudonym = self._pseudonym(tenant_id)
+        return self._memory._control.get(tenant_id, f"child/{pseudonym}") is not None
+
     def _recall(
         self,
         tenant_id: str,
@@ -643,26 +701,78 @@ class _Handle:
         top_k: int,
         kinds: Iterable[str] | None,
         as_of: datetime | None,
+        mode: str = "auto",
+        note: _AuditNote | None = None,
     ) -> list[Hit]:
         query = check.text(query, self._memory._max_text, "query")
         top_k = check.top_k(top_k)
         checked_kinds = check.kinds(kinds)
         when = None if as_of is None else check.aware(as_of, "as_of")
+        if mode not in _MODES:
+            raise InvalidInputError("mode is 'auto', 'text', 'vector' or 'hybrid'.")
         capabilities = self._memory.capabilities
-        if not capabilities.text_search:
+        index = self._memory._vectors
+        if mode in ("vector", "hybrid") and index is None:
+            raise MemoryCapabilityError(
+                "vectors",
+                f"mode={mode!r} needs an embedder, and this memory was opened without one. "
+                "Open it with Memory.open(..., embedder=...), or recall with mode='text'.",
+            )
+        if (
+            index is not None
+            and mode != "text"
+            and index.embedder.uses_model
+            and self._reads_child(tenant_id)
+        ):
+            if mode != "auto":
+                raise MemoryCapabilityError(
+                    "vectors",
+                    "This person is a child: no model may read their memories or queries, "
+                    "so vector recall is off for them. Recall with mode='text' or 'auto'.",
+                )
+            index = None
+        use_vectors = index is not None and mode != "text"
+        use_text = mode in ("text", "hybrid") or (mode == "auto" and capabilities.text_search)
+        if use_text and not capabilities.text_search:
+            raise MemoryCapabilityError("text_search")
+        if not (use_text or use_vectors):
             raise MemoryCapabilityError("text_search")
         if when is not None and not capabilities.time_travel:
             raise MemoryCapabilityError("time_travel")
         where = self._filter(tenant_id, kinds=checked_kinds, as_of=when)
-        groups = self._query_groups(tenant_id, query)
-        if not groups:
-            return []
-        found = self._memory._driver.search(where, groups, top_k=top_k)
-        records = self._screen(tenant_id, [self._open_row(row) for row, _ in found])
+        driver = self._memory._driver
+        depth = max(CANDIDATES, top_k) if use_text and use_vectors else top_k
+        found: list[tuple[StoredRow, float]] = []
+        if use_text:
+            groups = self._query_groups(tenant_id, query)
+            if groups:
+                found = driver.search(where, groups, top_k=depth)
+        rows = {row.memory_id: row for row, _ in found}
+        ranking = [(row.memory_id, score) for row, score in found]
+        if use_vectors:
+            assert index is not None  # noqa: S101 - use_vectors implies an index
+            ranked = index.rank(driver, where, index.embed(query), depth, self._open_vector)
+            if note is not None and ranked.foreign:
+                note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
+            nearest = [(key[1], max(0.0, score)) for key, score in ranked.hits]
+            if nearest and ranking:
+                ranking = _fusion.fuse(ranking, nearest)
+            elif nearest:
+                ranking = nearest  # one ranker found candidates: its own scores stand
+            versions = {key[1]: key for key, _ in ranked.hits}
+            for memory_id, _ in ranking[:top_k]:
+                if memory_id not in rows:
+                    subject, _, version = versions[memory_id]
+                    stored = driver.versions(tenant_id, self._memory.app, (subject,), memory_id)
+                    match = [row for row in stored if row.version == version]
+                    if match:  # erased meanwhile: left out
+                        rows[memory_id] = match[0]
+        best = [(rows[key], score) for key, score in ranking[:top_k] if key in rows]
+        records = self._screen(tenant_id, [self._open_row(row) for row, _ in best])
         kept = {record.id: record for record in records}
         return [
             Hit(record=kept[row.memory_id], score=score)
-            for row, score in found
+            for row, score in best
             if row.memory_id in kept
         ]
 
@@ -673,15 +783,24 @@ class _Handle:
         top_k: int = 5,
         kinds: Iterable[str] | None = None,
         as_of: datetime | None = None,
+        mode: RecallMode = "auto",
     ) -> list[Hit]:
         """The memories that best match ``query``, best first, each with a score in [0, 1].
 
         With ``as_of``, the versions valid at that time answer ("where did she live in
-        September?"). A query of only stopwords matches nothing. Memories the injection
-        check flags are left out (and audited by id).
+        September?"). ``mode`` picks the ranking: ``"text"`` is BM25 over blind terms (a
+        query of only stopwords matches nothing); ``"vector"`` ranks the sealed embeddings
+        by cosine similarity (negative cosines score 0); ``"hybrid"`` fuses both
+        (``0.65 · bm25' + 0.35 · cosine'`` over each ranking's min-max-normalised top 50,
+        docs/concepts.md); ``"auto"``, the default, is hybrid when the memory was opened
+        with an embedder and text otherwise. Vector and hybrid recall without an embedder
+        raise :class:`MemoryCapabilityError`. Memories the injection check flags are left
+        out (and audited by id).
         """
         with self._begin("recall") as note:
-            hits = self._recall(self._tenant, query, top_k=top_k, kinds=kinds, as_of=as_of)
+            hits = self._recall(
+                self._tenant, query, top_k=top_k, kinds=kinds, as_of=as_of, mode=mode, note=note
+            )
             note.memory_ids.extend(hit.record.id for hit in hits)
             note.count = len(hits)
             return hits
@@ -698,7 +817,7 @@ class _Handle:
                 not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 1
             ):
                 raise InvalidInputError("max_chars must be a positive whole number.")
-            hits = self._recall(tenant_id, query, top_k=top_k, kinds=None, as_of=None)
+            hits = self._recall(tenant_id, query, top_k=top_k, kinds=None, as_of=None, note=note)
             pinned_rows = self._memory._driver.list(
                 self._filter(tenant_id, pinned=True), limit=MAX_PINNED_IN_CONTEXT
             )
@@ -806,7 +925,8 @@ class PersonMemory(_Handle):
                 recorded_at=now,
                 valid_from=max(now, current.valid_from),
             )
-            self._memory._driver.put(row, closes=current.version)
+            child = check.CHILD_LABEL in current.labels
+            self._store(row, record.text, child=child, closes=current.version)
             return self._open_row(row)
 
     def forget(self, memory_id: str) -> _receipts.Receipt:

@@ -1,0 +1,237 @@
+"""Sealed embeddings in the core: what is sealed with a version, and ranking a person's vectors.
+
+A memory's embedding is personal data (it can be inverted back to text), so the core seals
+it under the same subject key as the text, with its own associated data, and hands the
+driver opaque bytes (``put(vector=...)``). Recall asks the driver for the sealed vectors of
+the rows the caller may see (:meth:`Driver.vectors`), opens the ones it has not opened
+before, and ranks them with numpy (ADR 0070, ADR 0009).
+
+The sealed payload names its embedder::
+
+    b"\\x01" | len(name) (2 bytes, big-endian) | name (UTF-8) | float32 little-endian values
+
+A vector written by another embedder (another ``name``) is not comparable with a query of
+this one: it is left out of vector ranking (BM25 still finds its memory) and counted.
+
+Opened vectors are cached per subject in this process so a recall moves and opens only what
+is new. The cache forgets an erased memory at once when the erase runs here, a whole subject
+when its person is erased here, and anything a driver stopped returning (an erase in another
+process) after :data:`PRUNE_EVERY` recalls of that subject; at most :data:`MAX_SUBJECTS`
+subjects are kept.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from mainsdk_memory._errors import ConfigurationError, InvalidInputError, SealError
+from mainsdk_memory.drivers import Driver, Filter, VectorEntry
+from mainsdk_memory.embeddings import Embedder, cosine_top_k, from_bytes, to_bytes
+
+__all__ = ["CANDIDATES", "MAX_SUBJECTS", "PRUNE_EVERY", "VectorIndex"]
+
+#: Candidates each ranker hands to fusion (the depth ADR 0070 measured with).
+CANDIDATES: Final = 50
+#: Subjects whose opened vectors stay cached (least recently used go first).
+MAX_SUBJECTS: Final = 64
+#: Recalls of one subject after which vectors no driver call returned since are dropped.
+PRUNE_EVERY: Final = 64
+
+_FORMAT: Final = b"\x01"
+
+Key = tuple[str, str, int]
+"""``(subject, memory id, version)``: one stored version's vector."""
+
+
+def pack(name: str, vector: npt.NDArray[np.float32]) -> bytes:
+    """The plaintext sealed for one vector: format byte, embedder name, float32 values."""
+    raw = name.encode("utf-8")
+    return _FORMAT + len(raw).to_bytes(2, "big") + raw + to_bytes(vector)
+
+
+def unpack(data: bytes, name: str, dimensions: int) -> npt.NDArray[np.float32] | None:
+    """The vector in ``data`` if ``name`` wrote it; ``None`` for another embedder's vector.
+
+    Raises :class:`SealError` when the payload is damaged (it was authenticated, so only a
+    bug or a foreign writer gets here).
+    """
+    if len(data) < 3 or data[:1] != _FORMAT:
+        raise SealError
+    size = int.from_bytes(data[1:3], "big")
+    if data[3 : 3 + size] != name.encode("utf-8"):
+        return None
+    try:
+        return from_bytes(data[3 + size :], dimensions)
+    except InvalidInputError:
+        raise SealError from None
+
+
+def check_embedder(embedder: object) -> Embedder:
+    """``embedder`` if it has the :class:`Embedder` shape; a clear error otherwise."""
+    if not isinstance(embedder, Embedder):
+        raise ConfigurationError(
+            "embedder must be an Embedder: name, dimensions, uses_model and embed(texts) "
+            "(see mainsdk_memory.embeddings: HashingEmbedder, MiniLMEmbedder)."
+        )
+    name, dimensions = embedder.name, embedder.dimensions
+    if not isinstance(name, str) or not name or len(name.encode("utf-8")) > 1000:
+        raise ConfigurationError("An embedder's name is a non-empty string (up to 1000 bytes).")
+    if isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1:
+        raise ConfigurationError("An embedder's dimensions is a positive integer.")
+    return embedder
+
+
+@dataclass
+class _Subject:
+    opened: dict[tuple[str, int], npt.NDArray[np.float32] | None] = field(default_factory=dict)
+    """``(memory id, version)`` → its vector, or ``None`` when another embedder wrote it."""
+    seen: dict[tuple[str, int], int] = field(default_factory=dict)
+    calls: int = 0
+
+
+@dataclass
+class Ranked:
+    """What :meth:`VectorIndex.rank` found: best first, and how many vectors it skipped."""
+
+    hits: list[tuple[Key, float]]
+    foreign: int
+
+
+class VectorIndex:
+    """One embedder and the vectors this process has opened, per subject."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = check_embedder(embedder)
+        self._lock = threading.Lock()
+        self._subjects: OrderedDict[tuple[str, str, str], _Subject] = OrderedDict()
+        self._stacks: dict[tuple[str, str, tuple[str, ...]], tuple[list[Key], np.ndarray]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.embedder.name
+
+    def embed(self, text: str) -> npt.NDArray[np.float32]:
+        """The embedder's unit vector of ``text``, checked."""
+        matrix = np.asarray(self.embedder.embed([text]))
+        dimensions = self.embedder.dimensions
+        if matrix.shape != (1, dimensions) or not np.all(np.isfinite(matrix)):
+            raise ConfigurationError(
+                f"The embedder {self.embedder.name!r} returned an array of shape "
+                f"{matrix.shape} (or non-finite values) where (1, {dimensions}) finite values "
+                "were expected; nothing was stored."
+            )
+        vector = matrix[0].astype(np.float32)
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0.0 else vector
+
+    def seal(self, vector: npt.NDArray[np.float32], seal: Callable[[bytes], bytes]) -> bytes:
+        """``vector`` packed with this embedder's name, then sealed by ``seal``."""
+        return seal(pack(self.embedder.name, vector))
+
+    # -- the cache ------------------------------------------------------------------------
+
+    def _subject(self, tenant: str, app: str, subject: str) -> _Subject:
+        key = (tenant, app, subject)
+        cache = self._subjects.get(key)
+        if cache is None:
+            cache = self._subjects[key] = _Subject()
+            while len(self._subjects) > MAX_SUBJECTS:
+                self._subjects.popitem(last=False)
+        else:
+            self._subjects.move_to_end(key)
+        return cache
+
+    def discard(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
+        """Drop every opened version of ``memory_id`` (it was erased here)."""
+        with self._lock:
+            cache = self._subjects.get((tenant, app, subject))
+            if cache is not None:
+                for key in [key for key in cache.opened if key[0] == memory_id]:
+                    del cache.opened[key]
+                    cache.seen.pop(key, None)
+            self._stacks.clear()
+
+    def drop_subject(self, tenant: str, app: str, subject: str) -> None:
+        """Drop everything opened of ``subject`` (its person was erased here)."""
+        with self._lock:
+            self._subjects.pop((tenant, app, subject), None)
+            self._stacks.clear()
+
+    # -- ranking --------------------------------------------------------------------------
+
+    def rank(
+        self,
+        driver: Driver,
+        where: Filter,
+        query: npt.NDArray[np.float32],
+        depth: int,
+        opener: Callable[[VectorEntry], bytes],
+    ) -> Ranked:
+        """The ``depth`` rows of ``where`` nearest ``query``, as ``(key, cosine)``.
+
+        ``opener`` opens one entry's sealed bytes (the caller knows the subject's key).
+        """
+        with self._lock:
+            caches = {s: self._subject(where.tenant, where.app, s) for s in where.subjects}
+
+            class _Known:
+                def __contains__(self, key: object) -> bool:
+                    return any(key in cache.opened for cache in caches.values())
+
+            entries = driver.vectors(where, known=_Known())
+            keys: list[Key] = []
+            vectors: list[npt.NDArray[np.float32]] = []
+            foreign = 0
+            dimensions = self.embedder.dimensions
+            for entry in entries:
+                cache = caches.get(entry.subject)
+                if cache is None:
+                    continue  # a driver returned a subject the filter did not name
+                pair = (entry.memory_id, entry.version)
+                if entry.sealed is not None:
+                    cache.opened[pair] = unpack(opener(entry), self.embedder.name, dimensions)
+                elif pair not in cache.opened:
+                    continue  # known a moment ago, dropped since: next recall opens it
+                cache.seen[pair] = cache.calls
+                vector = cache.opened[pair]
+                if vector is None:
+                    foreign += 1
+                    continue
+                keys.append((entry.subject, entry.memory_id, entry.version))
+                vectors.append(vector)
+            for cache in caches.values():
+                cache.calls += 1
+                if cache.calls % PRUNE_EVERY == 0:
+                    self._prune(cache)
+            if not keys:
+                return Ranked([], foreign)
+            stack_key = (where.tenant, where.app, where.subjects)
+            stacked = self._stacks.get(stack_key)
+            if stacked is not None and stacked[0] == keys:
+                matrix = stacked[1]
+            else:
+                matrix = np.vstack(vectors)
+                self._stacks[stack_key] = (keys, matrix)
+                while len(self._stacks) > MAX_SUBJECTS:
+                    self._stacks.pop(next(iter(self._stacks)))
+        found = cosine_top_k(matrix, query, depth, unit_rows=True)
+        return Ranked([(keys[index], score) for index, score in found], foreign)
+
+    @staticmethod
+    def _prune(cache: _Subject) -> None:
+        oldest = cache.calls - PRUNE_EVERY
+        for pair in [pair for pair, at in cache.seen.items() if at < oldest]:
+            del cache.seen[pair]
+            cache.opened.pop(pair, None)
+
+
+def vector_scores(ranked: Sequence[tuple[Key, float]]) -> list[tuple[str, float]]:
+    """``(memory id, cosine)`` pairs for fusion, best first."""
+    return [(key[1], score) for key, score in ranked]
