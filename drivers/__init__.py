@@ -17,6 +17,7 @@ from mainsdk_memory.drivers._protocol import (
     EraseResult,
     Filter,
     StoredRow,
+    VectorDriver,
     VectorEntry,
     bm25_rank,
 )
@@ -33,6 +34,7 @@ __all__ = [
     "EraseResult",
     "Filter",
     "StoredRow",
+    "VectorDriver",
     "VectorEntry",
     "bm25_rank",
     "open_driver",

@@ -26,6 +26,7 @@ __all__ = [
     "EraseResult",
     "Filter",
     "StoredRow",
+    "VectorDriver",
     "VectorEntry",
     "bm25_rank",
 ]
@@ -281,17 +282,6 @@ class Driver(Protocol):
         """Rank the rows matching ``where`` exactly as :func:`bm25_rank` does."""
         ...
 
-    def vectors(
-        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
-    ) -> builtins.list[VectorEntry]:
-        """The sealed embedding of every row matching ``where`` that has one (declared
-        ``vectors`` only), sorted by subject, memory id and version.
-
-        An entry whose ``(memory_id, version)`` is in ``known`` carries ``sealed=None``: the
-        caller holds those bytes already, so a recall moves only embeddings it has not seen.
-        """
-        ...
-
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Remove every version, index entry and embedding of the memory; return once it is
         durable."""
@@ -331,4 +321,24 @@ class Driver(Protocol):
 
     def close(self) -> None:
         """Release files, connections and locks."""
+        ...
+
+
+@runtime_checkable
+class VectorDriver(Driver, Protocol):
+    """A :class:`Driver` that declares ``vectors``: it also returns stored sealed embeddings.
+
+    Only drivers that declare ``Capabilities(vectors=True)`` implement :meth:`vectors`; the
+    SDK refuses an embedder on any other (``MemoryCapabilityError``).
+    """
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> builtins.list[VectorEntry]:
+        """The sealed embedding of every row matching ``where`` that has one (declared
+        ``vectors`` only), sorted by subject, memory id and version.
+
+        An entry whose ``(memory_id, version)`` is in ``known`` carries ``sealed=None``: the
+        caller holds those bytes already, so a recall moves only embeddings it has not seen.
+        """
         ...

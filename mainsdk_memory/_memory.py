@@ -43,7 +43,7 @@ from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.audit import AuditEvent, AuditSink, LoggingSink
-from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver
+from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver, VectorDriver
 from mainsdk_memory.drivers import open_driver as _open_driver
 from mainsdk_memory.embeddings import Embedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
@@ -95,6 +95,12 @@ def _model_free(detector: Detector) -> Detector:
     it says ``uses_model = False``; when nothing is left, the default rule detector runs.
     """
     return _strip_models(detector) or DEFAULT_DETECTOR
+
+
+def _agent_key(agent: str, record: str) -> str:
+    """The control key of one of an agent's records (all share the prefix ``agent/<name>/``,
+    so one read fetches them together)."""
+    return f"agent/{agent}/{record}"
 
 
 class Memory:
@@ -152,7 +158,7 @@ class Memory:
         self._control = ControlStore(driver, keystore, self.app)
         self._vectors: VectorIndex | None = None
         if embedder is not None:
-            if not driver.capabilities.vectors:
+            if not (driver.capabilities.vectors and isinstance(driver, VectorDriver)):
                 raise MemoryCapabilityError(
                     "vectors",
                     f"The {driver.name!r} driver does not store vectors, so it cannot be "
@@ -310,22 +316,22 @@ class Memory:
         agent = check.name(agent, "agent")
         if read not in ("own", "all"):
             raise InvalidInputError("read is 'own' or 'all'.")
-        self._admin("grant", agent, f"grant/{agent}", {"read": read})
+        self._admin("grant", agent, _agent_key(agent, "grant"), {"read": read})
 
     def revoke(self, agent: str) -> None:
         """Remove ``agent``'s grant: it reads only what it wrote again."""
         agent = check.name(agent, "agent")
-        self._admin("revoke", agent, f"grant/{agent}", None)
+        self._admin("revoke", agent, _agent_key(agent, "grant"), None)
 
     def kill(self, agent: str) -> None:
         """Turn on ``agent``'s kill switch: from its next call on it can neither read nor write."""
         agent = check.name(agent, "agent")
-        self._admin("kill", agent, f"kill/{agent}", {"killed": True})
+        self._admin("kill", agent, _agent_key(agent, "kill"), {"killed": True})
 
     def revive(self, agent: str) -> None:
         """Turn ``agent``'s kill switch off."""
         agent = check.name(agent, "agent")
-        self._admin("revive", agent, f"kill/{agent}", None)
+        self._admin("revive", agent, _agent_key(agent, "kill"), None)
 
     def set_limits(self, agent: str, limits: AgentLimits | None) -> None:
         """Store ``agent``'s limits (``None``: back to the defaults given to :meth:`open`)."""
@@ -333,7 +339,7 @@ class Memory:
         if limits is not None and not isinstance(limits, AgentLimits):
             raise InvalidInputError("limits must be an AgentLimits or None.")
         document = None if limits is None else limits.model_dump(mode="json")
-        self._admin("limits", agent, f"limits/{agent}", document)
+        self._admin("limits", agent, _agent_key(agent, "limits"), document)
 
     def read_policy(self, agent: str) -> ReadPolicy:
         """What ``agent`` may read in the current tenant: ``"own"`` or ``"all"``."""
@@ -343,7 +349,7 @@ class Memory:
     def is_killed(self, agent: str) -> bool:
         """Whether ``agent``'s kill switch is on in the current tenant."""
         tenant_id = _tenant.current()
-        return self._control.get(tenant_id, f"kill/{check.name(agent, 'agent')}") is not None
+        return "kill" in self._agent_records(tenant_id, check.name(agent, "agent"))
 
     # -- retention ----------------------------------------------------------------------
 
@@ -402,12 +408,24 @@ class Memory:
 
     # -- used by the handles --------------------------------------------------------------
 
-    def _read_policy(self, tenant_id: str, agent: str) -> ReadPolicy:
-        grant = self._control.get(tenant_id, f"grant/{agent}")
-        return "all" if grant is not None and grant.get("read") == "all" else "own"
+    def _agent_records(self, tenant_id: str, agent: str) -> dict[str, dict[str, Any]]:
+        """The agent's stored ``grant``, ``kill`` and ``limits`` records, in one read."""
+        prefix = _agent_key(agent, "")
+        return {key[len(prefix) :]: doc for key, doc in self._control.list(tenant_id, prefix)}
 
-    def _limits(self, tenant_id: str, agent: str) -> AgentLimits:
-        stored = self._control.get(tenant_id, f"limits/{agent}")
+    def _read_policy(
+        self, tenant_id: str, agent: str, records: dict[str, dict[str, Any]] | None = None
+    ) -> ReadPolicy:
+        if records is None:
+            records = self._agent_records(tenant_id, agent)
+        return "all" if records.get("grant", {}).get("read") == "all" else "own"
+
+    def _limits(
+        self, tenant_id: str, agent: str, records: dict[str, dict[str, Any]] | None = None
+    ) -> AgentLimits:
+        if records is None:
+            records = self._agent_records(tenant_id, agent)
+        stored = records.get("limits")
         return self._default_limits if stored is None else AgentLimits.model_validate(stored)
 
     def _count_write(self, tenant_id: str, agent: str, per_minute: int | None) -> None:

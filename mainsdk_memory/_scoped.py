@@ -48,7 +48,14 @@ from mainsdk_memory._records import (
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._vectors import CANDIDATES, VectorIndex
 from mainsdk_memory.audit import AuditEvent
-from mainsdk_memory.drivers import TENANT_SUBJECT, TRUST_RANK, Filter, StoredRow, VectorEntry
+from mainsdk_memory.drivers import (
+    TENANT_SUBJECT,
+    TRUST_RANK,
+    Filter,
+    StoredRow,
+    VectorDriver,
+    VectorEntry,
+)
 from mainsdk_memory.keys import associated_data
 
 if TYPE_CHECKING:
@@ -111,13 +118,18 @@ class _Handle:
             tenant_id, operation, actor=self._actor, person=self.person, memory_ids=ids
         )
 
-    def _allowed(self, tenant_id: str) -> str | None:
+    def _allowed(
+        self, tenant_id: str, records: dict[str, dict[str, Any]] | None = None
+    ) -> str | None:
         """The ``written_by`` restriction of this caller; refuses a killed agent."""
         if self._is_person:
             return None
-        if self._memory._control.get(tenant_id, f"kill/{self.agent}") is not None:
+        if records is None:
+            records = self._memory._agent_records(tenant_id, self.agent)
+        if "kill" in records:
             raise AgentDisabledError
-        return None if self._memory._read_policy(tenant_id, self.agent) == "all" else self.agent
+        policy = self._memory._read_policy(tenant_id, self.agent, records)
+        return None if policy == "all" else self.agent
 
     # -- scope ----------------------------------------------------------------------------
 
@@ -373,8 +385,9 @@ class _Handle:
     def _check_write(self, tenant_id: str, *, new_personal_memory: bool) -> None:
         if self._is_person:
             return
-        self._allowed(tenant_id)  # the kill switch
-        limits = self._memory._limits(tenant_id, self.agent)
+        records = self._memory._agent_records(tenant_id, self.agent)
+        self._allowed(tenant_id, records)  # the kill switch
+        limits = self._memory._limits(tenant_id, self.agent, records)
         if new_personal_memory and limits.memories_per_person is not None:
             mine = Filter(
                 tenant=tenant_id,
@@ -751,6 +764,7 @@ class _Handle:
         ranking = [(row.memory_id, score) for row, score in found]
         if use_vectors:
             assert index is not None  # noqa: S101 - use_vectors implies an index
+            assert isinstance(driver, VectorDriver)  # noqa: S101 - checked when opened
             ranked = index.rank(driver, where, index.embed(query), depth, self._open_vector)
             if note is not None and ranked.foreign:
                 note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))

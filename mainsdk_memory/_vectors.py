@@ -3,7 +3,7 @@
 A memory's embedding is personal data (it can be inverted back to text), so the core seals
 it under the same subject key as the text, with its own associated data, and hands the
 driver opaque bytes (``put(vector=...)``). Recall asks the driver for the sealed vectors of
-the rows the caller may see (:meth:`Driver.vectors`), opens the ones it has not opened
+the rows the caller may see (:meth:`VectorDriver.vectors`), opens the ones it has not opened
 before, and ranks them with numpy (ADR 0070, ADR 0009).
 
 The sealed payload names its embedder::
@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mainsdk_memory._errors import ConfigurationError, InvalidInputError, SealError
-from mainsdk_memory.drivers import Driver, Filter, VectorEntry
+from mainsdk_memory.drivers import Filter, VectorDriver, VectorEntry
 from mainsdk_memory.embeddings import Embedder, cosine_top_k, from_bytes, to_bytes
 
 __all__ = ["CANDIDATES", "MAX_SUBJECTS", "PRUNE_EVERY", "VectorIndex"]
@@ -168,7 +168,7 @@ class VectorIndex:
 
     def rank(
         self,
-        driver: Driver,
+        driver: VectorDriver,
         where: Filter,
         query: npt.NDArray[np.float32],
         depth: int,
