@@ -28,23 +28,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mainsdk_memory import _validate as check
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._errors import ConfigurationError, MemorySDKError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory.audit import AuditSink, JsonlFileSink
+from mainsdk_memory.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 __all__ = [
     "DEFAULT_SERVER_NAME",
+    "EMBEDDERS",
     "FORGET",
     "RECALL",
     "REMEMBER",
@@ -73,7 +75,10 @@ class ServerConfig:
     ``tenant`` and ``person`` decide whose memory the tools reach; they are configuration,
     never tool arguments. ``session`` defaults to a new one per server process. ``name`` is
     the server's name and the id of the ``Source.mcp`` of every memory it writes. ``audit``
-    appends the audit events (ids only) to a JSON Lines file.
+    appends the audit events (ids only) to a JSON Lines file. ``embedder`` is ``None`` (BM25
+    recall), ``"hashing"`` (:class:`~mainsdk_memory.embeddings.HashingEmbedder`, no model) or
+    ``"minilm"`` (:class:`~mainsdk_memory.embeddings.MiniLMEmbedder`, the ``embeddings``
+    extra): with one, recall is hybrid.
     """
 
     store: str
@@ -85,6 +90,14 @@ class ServerConfig:
     session: str | None = None
     name: str = DEFAULT_SERVER_NAME
     audit: Path | None = None
+    embedder: Literal["hashing", "minilm"] | None = None
+
+
+EMBEDDERS: dict[str, Callable[[], Embedder]] = {
+    "hashing": HashingEmbedder,
+    "minilm": MiniLMEmbedder,
+}
+"""The embedders ``memory mcp --embedder`` can name."""
 
 
 def _implementation() -> ModuleType:
@@ -141,7 +154,12 @@ def serve(config: ServerConfig) -> None:
     anything is read from stdin.
     """
     audit: AuditSink | None = None if config.audit is None else JsonlFileSink(config.audit)
-    with Memory.open(config.store, keys=config.keys, app=config.app, audit=audit) as memory:
+    if config.embedder is not None and config.embedder not in EMBEDDERS:
+        raise ConfigurationError(f"embedder is one of {sorted(EMBEDDERS)}, or None.")
+    embedder = None if config.embedder is None else EMBEDDERS[config.embedder]()
+    with Memory.open(
+        config.store, keys=config.keys, app=config.app, audit=audit, embedder=embedder
+    ) as memory:
         server = build_server(
             memory,
             tenant=config.tenant,
@@ -172,6 +190,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--audit", type=Path, help="append audit events (ids only) to this JSON Lines file"
     )
+    parser.add_argument(
+        "--embedder",
+        choices=sorted(EMBEDDERS),
+        help="embed memories for hybrid recall: hashing (no model) or minilm (the "
+        "'embeddings' extra); default: none, BM25 recall",
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -186,6 +210,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         session=args.session,
         name=args.name,
         audit=args.audit,
+        embedder=args.embedder,
     )
     try:
         serve(config)

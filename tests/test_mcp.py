@@ -26,6 +26,7 @@ from mcp.types import CallToolResult, Implementation, TextContent
 
 from mainsdk_memory import Memory, Trust, receipts, tenant
 from mainsdk_memory._context import parse_context
+from mainsdk_memory.embeddings import HashingEmbedder
 from mainsdk_memory.keys import KeyStore
 from mainsdk_memory.mcp_server import DEFAULT_SERVER_NAME, FORGET, RECALL, REMEMBER
 
@@ -194,6 +195,27 @@ def test_remember_then_recall_returns_the_escaped_untrusted_block(setup: Setup) 
         ("remember", "ok", "agent:bot"), ("context", "ok", "agent:bot")]
     for words in ("WhatsApp", "whatsapp", "email"):  # ids only, in the audit and in stderr
         assert words not in audit.read_text() and words not in setup.stderr()
+
+
+def test_with_an_embedder_the_server_stores_sealed_vectors_and_recalls_hybrid(
+    setup: Setup,
+) -> None:
+    ids: dict[str, str] = {}
+
+    async def body() -> None:
+        async with connect(setup, extra=("--embedder", "hashing")) as client:
+            stored = ok(await client.call_tool(REMEMBER, {"text": "Ada drinks green tea."}))
+            assert isinstance(stored.structured_content, dict)
+            ids["stored"] = stored.structured_content["id"]
+            assert recalled_ids(await client.call_tool(RECALL, {"query": "tea"})) == [ids["stored"]]
+
+    run(body)
+    hashing = HashingEmbedder()
+    with Memory.open(setup.store, keys=setup.keys, app="app", embedder=hashing) as memory, \
+            tenant.use("acme"):
+        ada = memory.person("ada")
+        hits = ada.recall("green tea", mode="vector")  # the vector the server sealed opens here
+        assert [hit.record.id for hit in hits] == [ids["stored"]] and hits[0].score > 0.5
 
 
 def test_a_memory_written_through_mcp_waits_in_its_session_until_the_person_confirms(
