@@ -22,11 +22,25 @@ def memory_id(n: int) -> str:
 def make_row(**fields: Any) -> StoredRow:
     """A version-1 row with plain defaults, overridden by ``fields``."""
     values: dict[str, Any] = {
-        "tenant": "acme", "app": "app", "subject": "p_ada", "memory_id": memory_id(1),
-        "version": 1, "kind": "fact", "labels": ("personal",), "trust": "inferred",
-        "agent": "bot", "session": None, "session_only": False, "pinned": False,
-        "created_at": T0, "recorded_at": T0, "valid_from": T0, "valid_to": None,
-        "sealed": b"sealed\x00bytes", "terms": {"t_a": 1}, "length": 1,
+        "tenant": "acme",
+        "app": "app",
+        "subject": "p_ada",
+        "memory_id": memory_id(1),
+        "version": 1,
+        "kind": "fact",
+        "labels": ("personal",),
+        "trust": "inferred",
+        "agent": "bot",
+        "session": None,
+        "session_only": False,
+        "pinned": False,
+        "created_at": T0,
+        "recorded_at": T0,
+        "valid_from": T0,
+        "valid_to": None,
+        "sealed": b"sealed\x00bytes",
+        "terms": {"t_a": 1},
+        "length": 1,
     }
     values.update(fields)
     return StoredRow(**values)
@@ -64,8 +78,14 @@ def instant(rng: random.Random) -> datetime:
     return T0 + timedelta(microseconds=rng.choice([0, 1, 2, 999_999, 1_000_000, 86_400_000_000]))
 
 
-def random_rows(rng: random.Random, driver: Driver, count: int, *, tenant: str = "acme",
-                vocabulary: list[str] | None = None) -> list[StoredRow]:
+def random_rows(
+    rng: random.Random,
+    driver: Driver,
+    count: int,
+    *,
+    tenant: str = "acme",
+    vocabulary: list[str] | None = None,
+) -> list[StoredRow]:
     """``count`` memories with random scope, trust, session, kind, pin and 1 to 3 versions,
     stored through ``driver``; returns every stored version."""
     vocabulary = vocabulary or [f"t_{i}" for i in range(12)]
@@ -98,9 +118,15 @@ def random_rows(rng: random.Random, driver: Driver, count: int, *, tenant: str =
         for _ in range(rng.choice([0, 0, 1, 2])):
             when = when + timedelta(microseconds=rng.choice([1, 2, 1_000_000]))
             terms, length = random_terms(rng, vocabulary, rng.randint(1, 8))
-            revisions.append({
-                "valid_from": when, "recorded_at": when, "terms": terms, "length": length,
-                "trust": rng.choice(TRUSTS), "sealed": rng.randbytes(rng.randint(1, 64)),
-            })
+            revisions.append(
+                {
+                    "valid_from": when,
+                    "recorded_at": when,
+                    "terms": terms,
+                    "length": length,
+                    "trust": rng.choice(TRUSTS),
+                    "sealed": rng.randbytes(rng.randint(1, 64)),
+                }
+            )
         stored += put_history(driver, first, revisions)
     return stored

@@ -47,9 +47,11 @@ def _forget_one_of_several(memory: Memory) -> tuple[list[StoredRow], list[bytes]
         subjects = (ada._pseudonym("acme"), TENANT_SUBJECT)
         rows = memory.driver.versions("acme", "app", subjects, secret.id)
         others = [
-            row for row in memory.driver.list(
+            row
+            for row in memory.driver.list(
                 Filter(tenant="acme", app="app", subjects=subjects), limit=100
-            ) if row.memory_id != secret.id
+            )
+            if row.memory_id != secret.id
         ]
         assert len(rows) == 3 and len(others) == 2
         memory.person("ada").forget(secret.id)  # the person forgets at once
@@ -143,7 +145,10 @@ def test_a_writer_killed_mid_transaction_leaves_nothing_half_written(
             driver.put(make_row(memory_id="mem_" + "2" * 26))
     done = subprocess.run(
         [sys.executable, "-c", CRASHING_WRITER, store_url, mode],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == -signal.SIGKILL, done.stderr
     path = Path(make_url(store_url).database or "")
@@ -167,9 +172,7 @@ def test_a_writer_killed_mid_transaction_leaves_nothing_half_written(
 def test_a_connection_dropped_mid_transaction_leaves_nothing_half_written(
     store_url: str, mode: str
 ) -> None:
-    admin = make_url(store_url).set(drivername="postgresql").render_as_string(
-        hide_password=False
-    )
+    admin = make_url(store_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with DbDriver(store_url) as driver:
         first = make_row(memory_id=memory_id(7))
         if mode == "revision":
@@ -184,8 +187,10 @@ def test_a_connection_dropped_mid_transaction_leaves_nothing_half_written(
         event.listen(driver.engine, "before_cursor_execute", drop_connection)
         row = dataclasses.replace(first, version=2) if mode == "revision" else first
         with pytest.raises(StoreError, match="connection"):
-            driver.put(dataclasses.replace(row, terms={"t_half": 1}, sealed=b"half-written"),
-                       closes=1 if mode == "revision" else None)
+            driver.put(
+                dataclasses.replace(row, terms={"t_half": 1}, sealed=b"half-written"),
+                closes=1 if mode == "revision" else None,
+            )
         event.remove(driver.engine, "before_cursor_execute", drop_connection)
         rows = driver.versions("acme", "app", ("p_ada",), memory_id(7))  # a new connection
         assert [(r.version, r.valid_to) for r in rows] == ([] if mode == "new" else [(1, None)])
@@ -196,6 +201,7 @@ def test_a_connection_dropped_mid_transaction_leaves_nothing_half_written(
 
 
 # -- writers racing ------------------------------------------------------------------------
+
 
 @both
 def test_racing_revisions_of_one_version_have_exactly_one_winner(store_url: str) -> None:
@@ -209,8 +215,12 @@ def test_racing_revisions_of_one_version_have_exactly_one_winner(store_url: str)
     lock = threading.Lock()
 
     def revise(n: int) -> None:
-        row = dataclasses.replace(first, version=2, sealed=f"writer {n}".encode(),
-                                  valid_from=first.valid_from.replace(microsecond=n))
+        row = dataclasses.replace(
+            first,
+            version=2,
+            sealed=f"writer {n}".encode(),
+            valid_from=first.valid_from.replace(microsecond=n),
+        )
         barrier.wait()
         try:
             drivers[n].put(row, closes=1)
@@ -262,9 +272,19 @@ def test_two_processes_revising_one_memory_keep_the_history_linear(
         record = memory.acting_for("ada", agent="bot").remember("Ada's first note.")
     processes = [
         subprocess.Popen(
-            [sys.executable, "-c", RACING_PROCESS, store_url, str(keys_path), record.id,
-             name, "25"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-c",
+                RACING_PROCESS,
+                store_url,
+                str(keys_path),
+                record.id,
+                name,
+                "25",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name in ("left", "right")
     ]

@@ -52,15 +52,16 @@ def _tenant_tables(connection: psycopg.Connection[tuple[object, ...]]) -> list[s
 
 
 @on_postgres
-def test_every_tenant_table_forces_row_level_security(two_tenants: DbDriver,
-                                                      store_url: str) -> None:
+def test_every_tenant_table_forces_row_level_security(
+    two_tenants: DbDriver, store_url: str
+) -> None:
     with psycopg.connect(_conninfo(store_url), autocommit=True) as connection:
         tables = _tenant_tables(connection)
         assert sorted(tables) == sorted(TENANT_TABLES)
         for table in tables:
             enabled, forced = connection.execute(
-                "SELECT relrowsecurity, relforcerowsecurity FROM pg_class "
-                "WHERE oid = %s::regclass", (f"{PG_SCHEMA}.{table}",)
+                "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = %s::regclass",
+                (f"{PG_SCHEMA}.{table}",),
             ).fetchone()
             assert (enabled, forced) == (True, True), table
         role = connection.execute(
@@ -71,14 +72,16 @@ def test_every_tenant_table_forces_row_level_security(two_tenants: DbDriver,
 
 
 @on_postgres
-def test_the_app_role_with_tenant_a_sees_no_row_of_tenant_b(two_tenants: DbDriver,
-                                                            store_url: str) -> None:
+def test_the_app_role_with_tenant_a_sees_no_row_of_tenant_b(
+    two_tenants: DbDriver, store_url: str
+) -> None:
     with psycopg.connect(_conninfo(store_url), autocommit=True) as connection:
         tables = _tenant_tables(connection)
         # The URL's user is a superuser, which row-level security never stops: the role is
         # what makes the policies hold.
-        assert connection.execute("SELECT rolsuper FROM pg_roles "
-                                  "WHERE rolname = current_user").fetchone() == (True,)
+        assert connection.execute(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone() == (True,)
         with connection.transaction():
             connection.execute(f"SET LOCAL ROLE {APP_ROLE}")
             connection.execute("SELECT set_config(%s, 'acme', true)", (TENANT_SETTING,))
@@ -97,8 +100,9 @@ def test_the_app_role_with_tenant_a_sees_no_row_of_tenant_b(two_tenants: DbDrive
 
 
 @on_postgres
-def test_the_app_role_cannot_write_or_change_another_tenants_rows(two_tenants: DbDriver,
-                                                                  store_url: str) -> None:
+def test_the_app_role_cannot_write_or_change_another_tenants_rows(
+    two_tenants: DbDriver, store_url: str
+) -> None:
     with (
         psycopg.connect(_conninfo(store_url), autocommit=True) as connection,
         connection.transaction(force_rollback=True),
@@ -119,8 +123,12 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(two_tenants: D
     assert (changed, deleted) == (2, 0)  # acme's two rows; nothing of globex
     # globex is untouched.
     assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]
-    assert two_tenants.list(Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True),
-                            limit=10) == []
+    assert (
+        two_tenants.list(
+            Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True), limit=10
+        )
+        == []
+    )
 
 
 @on_postgres
@@ -131,9 +139,11 @@ def test_every_driver_transaction_runs_as_the_app_role_with_its_tenant(
         user, setting = conn.execute(
             text("SELECT current_user, current_setting(:name, true)"), {"name": TENANT_SETTING}
         ).fetchone()
-        tenants = set(conn.execute(
-            text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
-        ).scalars())
+        tenants = set(
+            conn.execute(
+                text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
+            ).scalars()
+        )
     assert (user, setting, tenants) == (APP_ROLE, "globex", {"globex"})
 
 
@@ -147,19 +157,23 @@ def test_a_pooled_connection_never_carries_the_previous_tenant(store_url: str) -
         for tenant in ("acme", "globex", "acme"):
             with transaction(engine, "postgresql", tenant=tenant, write=False) as conn:
                 pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-                tenants = set(conn.execute(
-                    text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
-                ).scalars())
+                tenants = set(
+                    conn.execute(
+                        text(f"SELECT tenant FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
+                    ).scalars()
+                )
                 seen.append((pid, tenants))
         # A failed transaction does not leave its tenant behind either.
-        with pytest.raises(RuntimeError), transaction(
-            engine, "postgresql", tenant="globex", write=True
+        with (
+            pytest.raises(RuntimeError),
+            transaction(engine, "postgresql", tenant="globex", write=True),
         ):
             raise RuntimeError("abandon the transaction")
         with engine.connect() as conn:  # the same pooled connection, outside any of ours
-            pid, user, setting = conn.execute(text(
-                "SELECT pg_backend_pid(), current_user, current_setting(:name, true)"
-            ), {"name": TENANT_SETTING}).fetchone()
+            pid, user, setting = conn.execute(
+                text("SELECT pg_backend_pid(), current_user, current_setting(:name, true)"),
+                {"name": TENANT_SETTING},
+            ).fetchone()
             conn.execute(text(f"SET LOCAL ROLE {APP_ROLE}"))
             visible = conn.execute(
                 text(f"SELECT count(*) FROM {PG_SCHEMA}.memory_versions")  # noqa: S608
@@ -217,8 +231,9 @@ def test_an_owner_url_is_held_by_row_level_security_too(
 
 
 @on_postgres
-def test_a_role_that_could_bypass_security_is_refused(store_url: str,
-                                                      postgres: TestPostgres) -> None:
+def test_a_role_that_could_bypass_security_is_refused(
+    store_url: str, postgres: TestPostgres
+) -> None:
     with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
         connection.execute(f"ALTER ROLE {APP_ROLE} BYPASSRLS")
         try:
@@ -230,8 +245,9 @@ def test_a_role_that_could_bypass_security_is_refused(store_url: str,
 
 
 @on_postgres
-def test_a_user_without_the_app_role_is_told_what_to_grant(store_url: str,
-                                                           postgres: TestPostgres) -> None:
+def test_a_user_without_the_app_role_is_told_what_to_grant(
+    store_url: str, postgres: TestPostgres
+) -> None:
     stranger = f"mainsdk_stranger_{os.getpid()}"
     with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
         connection.execute(f'DROP ROLE IF EXISTS "{stranger}"')

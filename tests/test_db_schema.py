@@ -105,9 +105,13 @@ def test_postgresql_needs_memory_db_upgrade_and_never_runs_ddl_on_open(
 def test_a_newer_schema_is_refused_with_what_to_do(store_url: str) -> None:
     DbDriver(store_url).close()  # SQLite: creates the file's schema
     with DbDriver(store_url) as driver, driver.engine.begin() as connection:
-        connection.execute(SCHEMA.insert().values(
-            version=SCHEMA_VERSION + 1, description="from the future", applied_at=datetime.now(UTC)
-        ))
+        connection.execute(
+            SCHEMA.insert().values(
+                version=SCHEMA_VERSION + 1,
+                description="from the future",
+                applied_at=datetime.now(UTC),
+            )
+        )
     with pytest.raises(ConfigurationError, match="newer than this version"):
         DbDriver(store_url)
     with pytest.raises(ConfigurationError, match="newer than this version"):
@@ -156,8 +160,13 @@ def test_import_works_without_the_db_dependencies_and_opening_says_what_to_insta
             print(exc)
         """
     )
-    done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{tmp_path / 'x.db'}"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", script, f"sqlite:///{tmp_path / 'x.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert "pip install 'mainsdk-memory[db]'" in done.stdout
     assert not (tmp_path / "x.db").exists()
 

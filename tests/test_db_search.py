@@ -42,9 +42,7 @@ def driver(store_url: str) -> Iterator[DbDriver]:
 
 
 def _same_ranking(got: list[tuple[StoredRow, float]], want: list[tuple[StoredRow, float]]) -> None:
-    assert [(r.memory_id, r.version) for r, _ in got] == [
-        (r.memory_id, r.version) for r, _ in want
-    ]
+    assert [(r.memory_id, r.version) for r, _ in got] == [(r.memory_id, r.version) for r, _ in want]
     for (_, score), (_, expected) in zip(got, want, strict=True):
         assert abs(score - expected) <= 1e-9
     assert [row for row, _ in got] == [row for row, _ in want]  # whole rows, terms included
@@ -58,11 +56,12 @@ def test_search_equals_the_reference_on_random_corpora(driver: DbDriver) -> None
         rows = random_rows(rng, driver, rng.randint(1, 30), tenant=tenant, vocabulary=vocabulary)
         for _ in range(6):
             query = [
-                set(rng.sample(vocabulary, rng.choice([1, 1, 2])))
-                for _ in range(rng.randint(1, 4))
+                set(rng.sample(vocabulary, rng.choice([1, 1, 2]))) for _ in range(rng.randint(1, 4))
             ]
             where = Filter(
-                tenant=tenant, app="app", subjects=("p_ada", "tenant"),
+                tenant=tenant,
+                app="app",
+                subjects=("p_ada", "tenant"),
                 session=rng.choice([None, "s1"]),
                 as_of=rng.choice([None, None, instant(rng)]),
                 kinds=rng.choice([None, frozenset({"fact", "note"})]),
@@ -77,14 +76,16 @@ def test_ties_follow_trust_then_recorded_time_then_memory_id(driver: DbDriver) -
     # session sees its own quarantined (untrusted) rows too.
     rows = [make_row(memory_id=memory_id(500), session="s1", terms={"t_z": 1}, length=1)]
     for n in range(12):
-        rows.append(make_row(
-            memory_id=memory_id(100 - n),
-            trust=TRUSTS[n % 3],
-            session="s1",
-            recorded_at=T0 + timedelta(microseconds=n % 2),
-            terms={"t_x": 2, "t_y": 1},
-            length=3,
-        ))
+        rows.append(
+            make_row(
+                memory_id=memory_id(100 - n),
+                trust=TRUSTS[n % 3],
+                session="s1",
+                recorded_at=T0 + timedelta(microseconds=n % 2),
+                terms={"t_x": 2, "t_y": 1},
+                length=3,
+            )
+        )
     for row in rows:
         driver.put(row)
     where = Filter(tenant="acme", app="app", subjects=("p_ada",), session="s1")
@@ -107,11 +108,21 @@ def test_search_equals_plaintext_bm25_from_rank_bm25(driver: DbDriver) -> None:
             counts: dict[str, int] = {}
             for word in doc:
                 counts[keys.blind(word)] = counts.get(keys.blind(word), 0) + 1
-            driver.put(make_row(tenant=tenant, memory_id=memory_id(i), terms=counts,
-                                length=len(doc), recorded_at=T0 + timedelta(seconds=i)))
+            driver.put(
+                make_row(
+                    tenant=tenant,
+                    memory_id=memory_id(i),
+                    terms=counts,
+                    length=len(doc),
+                    recorded_at=T0 + timedelta(seconds=i),
+                )
+            )
         query = rng.choices(words, k=rng.randint(1, 5))
-        got = driver.search(Filter(tenant=tenant, app="app", subjects=("p_ada",)),
-                            [{keys.blind(word)} for word in query], top_k=100)
+        got = driver.search(
+            Filter(tenant=tenant, app="app", subjects=("p_ada",)),
+            [{keys.blind(word)} for word in query],
+            top_k=100,
+        )
         plain = PlainBM25(docs, k1=BM25_K1, b=BM25_B).get_scores(query)
         ceiling = sum(
             math.log(1.0 + (len(docs) - df + 0.5) / (df + 0.5)) * (BM25_K1 + 1.0)
@@ -138,8 +149,18 @@ def test_a_query_term_in_two_vocabularies_counts_once_per_group(driver: DbDriver
 
 
 def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriver) -> None:
-    known = {"tenant", "app", "subjects", "session", "kinds", "as_of", "pinned", "written_by",
-             "any_session", "retention"}
+    known = {
+        "tenant",
+        "app",
+        "subjects",
+        "session",
+        "kinds",
+        "as_of",
+        "pinned",
+        "written_by",
+        "any_session",
+        "retention",
+    }
     # A new Filter field needs SQL in the driver and a case here before this passes.
     fields = {f.name for f in dataclasses.fields(Filter)}
     assert fields <= known
@@ -150,22 +171,27 @@ def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriv
         if "any_session" in fields:
             extra["any_session"] = rng.random() < 0.2
         if "retention" in fields:
-            extra["retention"] = rng.choice([(), (("health", instant(rng)),),
-                                             (("personal", instant(rng)), ("none", T0))])
+            extra["retention"] = rng.choice(
+                [(), (("health", instant(rng)),), (("personal", instant(rng)), ("none", T0))]
+            )
         where = Filter(
             **extra,  # type: ignore[arg-type]
             tenant="acme",
             app=rng.choice(["app", "other"]),
             subjects=tuple(rng.sample(["p_ada", "p_bob", "tenant"], rng.randint(0, 3))),
             session=rng.choice([None, "s1", "s2"]),
-            kinds=rng.choice([None, frozenset(), frozenset({"fact"}),
-                              frozenset({"event", "note"})]),
+            kinds=rng.choice(
+                [None, frozenset(), frozenset({"fact"}), frozenset({"event", "note"})]
+            ),
             as_of=rng.choice([None, None, instant(rng)]),
             pinned=rng.choice([None, True, False]),
             written_by=rng.choice([None, None, "bot", "helper"]),
         )
-        want = sorted((r for r in rows if where.matches(r)),
-                      key=lambda r: (r.created_at, r.memory_id), reverse=True)
+        want = sorted(
+            (r for r in rows if where.matches(r)),
+            key=lambda r: (r.created_at, r.memory_id),
+            reverse=True,
+        )
         assert driver.list(where, limit=1000) == want
         # Pages of three, each after the last row of the one before, cover it without gaps.
         pages: list[StoredRow] = []
@@ -193,8 +219,7 @@ def test_timestamps_round_trip_exactly_in_utc(driver: DbDriver) -> None:
         datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
     ]
     for n, when in enumerate(cases):
-        row = make_row(memory_id=memory_id(n), created_at=when, recorded_at=when,
-                       valid_from=when)
+        row = make_row(memory_id=memory_id(n), created_at=when, recorded_at=when, valid_from=when)
         driver.put(row)
         (stored,) = driver.versions("acme", "app", ("p_ada",), row.memory_id)
         assert stored.recorded_at == when
@@ -204,8 +229,9 @@ def test_timestamps_round_trip_exactly_in_utc(driver: DbDriver) -> None:
     # An instant one microsecond before a version starts does not see it.
     start = datetime(2026, 5, 5, 5, 5, 5, 500000, tzinfo=UTC)
     driver.put(make_row(memory_id=memory_id(99), valid_from=start, created_at=start))
-    before = Filter(tenant="acme", app="app", subjects=("p_ada",),
-                    as_of=start - timedelta(microseconds=1))
+    before = Filter(
+        tenant="acme", app="app", subjects=("p_ada",), as_of=start - timedelta(microseconds=1)
+    )
     at = dataclasses.replace(before, as_of=start)
     assert memory_id(99) not in {r.memory_id for r in driver.list(before, limit=100)}
     assert memory_id(99) in {r.memory_id for r in driver.list(at, limit=100)}
@@ -225,8 +251,9 @@ def test_search_never_loads_rows_without_a_query_term(driver: DbDriver) -> None:
 
     event.listen(driver.engine, "before_cursor_execute", record)
     try:
-        got = driver.search(Filter(tenant="acme", app="app", subjects=("p_ada",)),
-                            [{"t_rare"}], top_k=5)
+        got = driver.search(
+            Filter(tenant="acme", app="app", subjects=("p_ada",)), [{"t_rare"}], top_k=5
+        )
     finally:
         event.remove(driver.engine, "before_cursor_execute", record)
     assert [row.memory_id for row, _ in got] == [memory_id(999)]
@@ -235,19 +262,21 @@ def test_search_never_loads_rows_without_a_query_term(driver: DbDriver) -> None:
     assert "memory_id IN" in sealed_reads[0].replace("\n", " ")
 
 
-
 def test_expired_lists_current_memories_past_a_labels_cutoff(driver: DbDriver) -> None:
     rng = random.Random(5)
     rows = random_rows(rng, driver, 40)
     current = {r.memory_id: r for r in rows if r.valid_to is None}
     for _ in range(20):
-        retention = rng.sample([("health", instant(rng)), ("personal", instant(rng)),
-                                ("none", instant(rng))], rng.randint(0, 3))
+        retention = rng.sample(
+            [("health", instant(rng)), ("personal", instant(rng)), ("none", instant(rng))],
+            rng.randint(0, 3),
+        )
         for app in ("app", "other"):
             want = sorted(
-                (r.subject, r.memory_id) for r in current.values()
-                if r.app == app and any(label in r.labels and r.created_at < cutoff
-                                        for label, cutoff in retention)
+                (r.subject, r.memory_id)
+                for r in current.values()
+                if r.app == app
+                and any(label in r.labels and r.created_at < cutoff for label, cutoff in retention)
             )
             assert driver.expired("acme", app, retention) == want
             assert driver.expired("globex", app, retention) == []
@@ -269,15 +298,23 @@ def test_a_tie_block_across_the_cut_is_fetched_whole_and_ranked_exactly(
     # 60 documents tie on score; which 5 come first is decided by trust, time and id alone.
     rng = random.Random(9)
     rows = [
-        make_row(memory_id=memory_id(rng.randrange(10**9)), trust=rng.choice(TRUSTS[:2]),
-                 recorded_at=T0 + timedelta(microseconds=rng.randint(0, 4)),
-                 terms={"t_x": 1, "t_pad": 2}, length=3)
+        make_row(
+            memory_id=memory_id(rng.randrange(10**9)),
+            trust=rng.choice(TRUSTS[:2]),
+            recorded_at=T0 + timedelta(microseconds=rng.randint(0, 4)),
+            terms={"t_x": 1, "t_pad": 2},
+            length=3,
+        )
         for _ in range(60)
     ]
-    rows += [make_row(memory_id=memory_id(10**9 + n), terms={"t_x": 2, "t_y": 1}, length=3)
-             for n in range(3)]
-    rows += [make_row(memory_id=memory_id(2 * 10**9 + n), terms={"t_pad": 1}, length=1)
-             for n in range(40)]
+    rows += [
+        make_row(memory_id=memory_id(10**9 + n), terms={"t_x": 2, "t_y": 1}, length=3)
+        for n in range(3)
+    ]
+    rows += [
+        make_row(memory_id=memory_id(2 * 10**9 + n), terms={"t_pad": 1}, length=1)
+        for n in range(40)
+    ]
     for row in rows:
         driver.put(row)
     where = Filter(tenant="acme", app="app", subjects=("p_ada",))
@@ -296,12 +333,12 @@ def test_long_queries_and_repeated_tokens_take_the_plain_path_with_the_same_resu
     rng = random.Random(4)
     vocabulary = [f"t_{i}" for i in range(120)]
     rows = random_rows(rng, driver, 50, vocabulary=vocabulary)
-    where = Filter(tenant="acme", app="app", subjects=("p_ada", "p_bob", "tenant"),
-                   session="s1")
+    where = Filter(tenant="acme", app="app", subjects=("p_ada", "p_bob", "tenant"), session="s1")
     matching = [r for r in rows if where.matches(r)]
     long_query = [{term} for term in rng.sample(vocabulary, 90)]  # more than 64 groups
     repeated = [["t_1", "t_1"], ["t_2"]]  # a token twice in one group counts twice
     for query in (long_query, repeated):
         for top_k in (1, 7, 100):
-            _same_ranking(driver.search(where, query, top_k=top_k),
-                          bm25_rank(matching, query, top_k))
+            _same_ranking(
+                driver.search(where, query, top_k=top_k), bm25_rank(matching, query, top_k)
+            )

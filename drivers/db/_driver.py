@@ -226,41 +226,46 @@ class DbDriver:
     def _check_schema(self) -> None:
         safe = self._target.safe()
         if self.dialect == "postgresql":
-            with translated("opening the store", connecting=True), transaction(
-                self._engine, self.dialect, tenant=None, write=False
-            ) as connection:
+            with (
+                translated("opening the store", connecting=True),
+                transaction(self._engine, self.dialect, tenant=None, write=False) as connection,
+            ):
                 # The schema's name is in the catalog, visible without any privilege.
-                if connection.execute(
-                    select(func.to_regnamespace(PG_SCHEMA))
-                ).scalar_one() is None:
+                if connection.execute(select(func.to_regnamespace(PG_SCHEMA))).scalar_one() is None:
                     check_version(0, safe)
                 self._check_role(connection)
             # Read the version as the app role, the only way the driver reads anything.
-            with translated("opening the store", connecting=True), transaction(
-                self._engine, self.dialect, tenant="", write=False
-            ) as connection:
+            with (
+                translated("opening the store", connecting=True),
+                transaction(self._engine, self.dialect, tenant="", write=False) as connection,
+            ):
                 check_version(stored_version(connection), safe)
             return
-        with translated("opening the store", connecting=True), transaction(
-            self._engine, self.dialect, tenant=None, write=False
-        ) as connection:
+        with (
+            translated("opening the store", connecting=True),
+            transaction(self._engine, self.dialect, tenant=None, write=False) as connection,
+        ):
             found = stored_version(connection)
         if found is None:
             # A brand-new embedded file: create the schema under the write lock, re-reading
             # the version there in case another process created it meanwhile.
-            with translated("creating the store's schema"), transaction(
-                self._engine, self.dialect, tenant=None, write=True
-            ) as connection:
+            with (
+                translated("creating the store's schema"),
+                transaction(self._engine, self.dialect, tenant=None, write=True) as connection,
+            ):
                 found = stored_version(connection)
                 if found is None:
                     found = apply_migrations(connection, 0, now=datetime.now(UTC))
         check_version(found, safe)
 
     def _check_role(self, connection: Connection) -> None:
-        role = connection.execute(text(
-            "SELECT r.rolsuper, r.rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER') "
-            "AS member FROM pg_roles r WHERE r.rolname = :role"
-        ), {"role": APP_ROLE}).first()
+        role = connection.execute(
+            text(
+                "SELECT r.rolsuper, r.rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER') "
+                "AS member FROM pg_roles r WHERE r.rolname = :role"
+            ),
+            {"role": APP_ROLE},
+        ).first()
         if role is None:
             raise ConfigurationError(
                 f"The database has no role {APP_ROLE}, so it has no mainsdk-memory schema "
@@ -276,7 +281,7 @@ class DbDriver:
             raise ConfigurationError(
                 f"The database user {user!r} may not act as {APP_ROLE}, which every "
                 f"transaction runs as. Run as an administrator: GRANT {APP_ROLE} TO "
-                f"\"{user}\";"
+                f'"{user}";'
             )
 
     # -- helpers ------------------------------------------------------------------------
@@ -318,8 +323,15 @@ class DbDriver:
         """
         v = VERSIONS.c
         postings = [
-            {"tenant": row.tenant, "app": row.app, "subject": row.subject, "term": term,
-             "memory_id": row.memory_id, "version": row.version, "tf": tf}
+            {
+                "tenant": row.tenant,
+                "app": row.app,
+                "subject": row.subject,
+                "term": term,
+                "memory_id": row.memory_id,
+                "version": row.version,
+                "tf": tf,
+            }
             for term, tf in row.terms.items()
         ]
         with translated("storing a memory"):
@@ -332,9 +344,14 @@ class DbDriver:
                             raise MemoryConflictError
                         closed = connection.execute(
                             update(VERSIONS)
-                            .where(v.tenant == row.tenant, v.app == row.app,
-                                   v.subject == row.subject, v.memory_id == row.memory_id,
-                                   v.version == closes, v.valid_to.is_(None))
+                            .where(
+                                v.tenant == row.tenant,
+                                v.app == row.app,
+                                v.subject == row.subject,
+                                v.memory_id == row.memory_id,
+                                v.version == closes,
+                                v.valid_to.is_(None),
+                            )
                             .values(valid_to=row.valid_from)
                         )
                         if closed.rowcount != 1:
@@ -356,29 +373,38 @@ class DbDriver:
     ) -> list[StoredRow]:
         """Every version of ``memory_id`` within ``subjects``, oldest first."""
         v = VERSIONS.c
-        with translated("reading a memory"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=False
-        ) as connection:
+        with (
+            translated("reading a memory"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
             found = connection.execute(
                 select(VERSIONS)
-                .where(v.tenant == tenant, v.app == app, v.subject.in_(subjects),
-                       v.memory_id == memory_id)
+                .where(
+                    v.tenant == tenant,
+                    v.app == app,
+                    v.subject.in_(subjects),
+                    v.memory_id == memory_id,
+                )
                 .order_by(v.version)
             ).all()
             return self._full_rows(connection, tenant, app, found)
 
-    def set_pinned(
-        self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool
-    ) -> None:
+    def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag of the current version (no new version)."""
         v = VERSIONS.c
-        with translated("pinning a memory"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=True
-        ) as connection:
+        with (
+            translated("pinning a memory"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
+        ):
             changed = connection.execute(
                 update(VERSIONS)
-                .where(v.tenant == tenant, v.app == app, v.subject == subject,
-                       v.memory_id == memory_id, v.valid_to.is_(None))
+                .where(
+                    v.tenant == tenant,
+                    v.app == app,
+                    v.subject == subject,
+                    v.memory_id == memory_id,
+                    v.valid_to.is_(None),
+                )
                 .values(pinned=pinned)
             )
             if changed.rowcount != 1:
@@ -394,13 +420,16 @@ class DbDriver:
         clauses = _scope(where, self.dialect)
         if after is not None:
             created, memory_id = after
-            clauses.append(or_(v.created_at < created,
-                               and_(v.created_at == created, v.memory_id < memory_id)))
-        with translated("listing memories"), transaction(
-            self._engine, self.dialect, tenant=where.tenant, write=False
-        ) as connection:
+            clauses.append(
+                or_(v.created_at < created, and_(v.created_at == created, v.memory_id < memory_id))
+            )
+        with (
+            translated("listing memories"),
+            transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
+        ):
             found = connection.execute(
-                select(VERSIONS).where(*clauses)
+                select(VERSIONS)
+                .where(*clauses)
                 .order_by(v.created_at.desc(), v.memory_id.desc())
                 .limit(limit)
             ).all()
@@ -418,23 +447,27 @@ class DbDriver:
         if not query or top_k <= 0:
             return []
         v = VERSIONS.c
-        with translated("searching memories"), transaction(
-            self._engine, self.dialect, tenant=where.tenant, write=False
-        ) as connection:
+        with (
+            translated("searching memories"),
+            transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
+        ):
             ranked = rank(connection, where, _scope(where, self.dialect), query, top_k)
             if not ranked:
                 return []
             wanted = {key for key, _ in ranked}
             found = connection.execute(
                 select(VERSIONS).where(
-                    v.tenant == where.tenant, v.app == where.app,
+                    v.tenant == where.tenant,
+                    v.app == where.app,
                     v.memory_id.in_(sorted({memory_id for memory_id, _ in wanted})),
                 )
             ).all()
             rows = {
                 (row.memory_id, row.version): row
                 for row in self._full_rows(
-                    connection, where.tenant, where.app,
+                    connection,
+                    where.tenant,
+                    where.app,
                     [r for r in found if (r.memory_id, r.version) in wanted],
                 )
             }
@@ -443,22 +476,35 @@ class DbDriver:
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """DELETE every version and posting of the memory in one transaction, then commit."""
         v, p = VERSIONS.c, POSTINGS.c
-        with translated("erasing a memory"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=True
-        ) as connection:
-            erased = connection.execute(
-                select(v.version)
-                .where(v.tenant == tenant, v.app == app, v.subject == subject,
-                       v.memory_id == memory_id)
-                .order_by(v.version)
-                .with_for_update()
-            ).scalars().all()
-            connection.execute(delete(POSTINGS).where(
-                p.tenant == tenant, p.app == app, p.subject == subject, p.memory_id == memory_id
-            ))
-            connection.execute(delete(VERSIONS).where(
-                v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
-            ))
+        with (
+            translated("erasing a memory"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
+        ):
+            erased = (
+                connection.execute(
+                    select(v.version)
+                    .where(
+                        v.tenant == tenant,
+                        v.app == app,
+                        v.subject == subject,
+                        v.memory_id == memory_id,
+                    )
+                    .order_by(v.version)
+                    .with_for_update()
+                )
+                .scalars()
+                .all()
+            )
+            connection.execute(
+                delete(POSTINGS).where(
+                    p.tenant == tenant, p.app == app, p.subject == subject, p.memory_id == memory_id
+                )
+            )
+            connection.execute(
+                delete(VERSIONS).where(
+                    v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
+                )
+            )
         return EraseResult(memory_id=memory_id, versions=tuple(erased), mode="hard")
 
     def expired(
@@ -469,58 +515,66 @@ class DbDriver:
         if not retention:
             return []
         v = VERSIONS.c
-        past = or_(*(and_(_has_label(self.dialect, label), v.created_at < cutoff)
-                     for label, cutoff in retention))
-        with translated("finding expired memories"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=False
-        ) as connection:
+        past = or_(
+            *(
+                and_(_has_label(self.dialect, label), v.created_at < cutoff)
+                for label, cutoff in retention
+            )
+        )
+        with (
+            translated("finding expired memories"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
             found = connection.execute(
-                select(v.subject, v.memory_id)
-                .where(v.tenant == tenant, v.app == app, v.valid_to.is_(None), past)
+                select(v.subject, v.memory_id).where(
+                    v.tenant == tenant, v.app == app, v.valid_to.is_(None), past
+                )
             ).all()
         return sorted((subject, memory_id) for subject, memory_id in found)
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
         """Insert or replace the control record ``key``; ``None`` DELETEs it."""
         c = CONTROL.c
-        with translated("writing a control record"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=True
-        ) as connection:
+        with (
+            translated("writing a control record"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
+        ):
             if value is None:
-                connection.execute(delete(CONTROL).where(
-                    c.tenant == tenant, c.app == app, c.key == key
-                ))
+                connection.execute(
+                    delete(CONTROL).where(c.tenant == tenant, c.app == app, c.key == key)
+                )
                 return
             upsert = (sqlite_insert if self.dialect == "sqlite" else postgresql_insert)(CONTROL)
             connection.execute(
-                upsert.values(tenant=tenant, app=app, key=key, value=value)
-                .on_conflict_do_update(index_elements=[c.tenant, c.app, c.key],
-                                       set_={"value": value})
+                upsert.values(tenant=tenant, app=app, key=key, value=value).on_conflict_do_update(
+                    index_elements=[c.tenant, c.app, c.key], set_={"value": value}
+                )
             )
 
     def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
         """The control record ``key``, or ``None``."""
         c = CONTROL.c
-        with translated("reading a control record"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=False
-        ) as connection:
+        with (
+            translated("reading a control record"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
             found = connection.execute(
                 select(c.value).where(c.tenant == tenant, c.app == app, c.key == key)
             ).scalar_one_or_none()
         return None if found is None else bytes(found)
 
-    def control_list(
-        self, tenant: str, app: str, prefix: str
-    ) -> builtins.list[tuple[str, bytes]]:
+    def control_list(self, tenant: str, app: str, prefix: str) -> builtins.list[tuple[str, bytes]]:
         """Every control record whose key starts with ``prefix``, sorted by key (code points)."""
         c = CONTROL.c
-        with translated("listing control records"), transaction(
-            self._engine, self.dialect, tenant=tenant, write=False
-        ) as connection:
+        with (
+            translated("listing control records"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
             # substr, not LIKE: SQLite's LIKE ignores case, and either would need escaping.
             found = connection.execute(
                 select(c.key, c.value).where(
-                    c.tenant == tenant, c.app == app,
+                    c.tenant == tenant,
+                    c.app == app,
                     func.substr(c.key, 1, len(prefix)) == prefix,
                 )
             ).all()
@@ -533,13 +587,16 @@ class DbDriver:
         or BYPASSRLS): as anyone else, the policies would hide every row.
         """
         dumped: list[tuple[str, bytes]] = []
-        with translated("dumping the store"), transaction(
-            self._engine, self.dialect, tenant=None, write=False
-        ) as connection:
+        with (
+            translated("dumping the store"),
+            transaction(self._engine, self.dialect, tenant=None, write=False) as connection,
+        ):
             if self.dialect == "postgresql":
-                bypass = connection.execute(text(
-                    "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
-                )).scalar_one()
+                bypass = connection.execute(
+                    text(
+                        "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+                    )
+                ).scalar_one()
                 if not bypass:
                     raise ConfigurationError(
                         "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
@@ -547,9 +604,7 @@ class DbDriver:
                     )
             for table in (SCHEMA, VERSIONS, POSTINGS, CONTROL):
                 order = list(table.primary_key.columns)
-                for index, found in enumerate(
-                    connection.execute(select(table).order_by(*order))
-                ):
+                for index, found in enumerate(connection.execute(select(table).order_by(*order))):
                     dumped.append((f"{table.name}[{index}]", _serialise(found)))
         yield from dumped
         if self._target.path is not None:
@@ -584,9 +639,10 @@ def upgrade(url: str) -> tuple[int, int]:
     target = parse_url(url)
     engine = make_engine(target, pool_size=1)
     try:
-        with translated("upgrading the schema", connecting=True), transaction(
-            engine, target.dialect, tenant=None, write=True
-        ) as connection:
+        with (
+            translated("upgrading the schema", connecting=True),
+            transaction(engine, target.dialect, tenant=None, write=True) as connection,
+        ):
             if target.dialect == "postgresql":
                 connection.execute(select(func.pg_advisory_xact_lock(_UPGRADE_LOCK)))
             before = stored_version(connection) or 0
@@ -594,4 +650,3 @@ def upgrade(url: str) -> tuple[int, int]:
         return before, after
     finally:
         engine.dispose()
-

@@ -103,8 +103,11 @@ def parse_url(raw: str) -> Target:
             raise ConfigurationError(
                 f"The folder of the SQLite store {path} does not exist; create it first."
             )
-        return Target(url=url.set(drivername="sqlite+pysqlite", database=str(path)),
-                      dialect="sqlite", path=path)
+        return Target(
+            url=url.set(drivername="sqlite+pysqlite", database=str(path)),
+            dialect="sqlite",
+            path=path,
+        )
     if backend in ("postgresql", "postgres"):
         if dbapi not in ("", "psycopg"):
             raise ConfigurationError(
@@ -112,11 +115,8 @@ def parse_url(raw: str) -> Target:
                 "'postgresql+psycopg://…' (psycopg 3)."
             )
         if not url.database:
-            raise ConfigurationError(
-                f"The PostgreSQL store URL names no database. {_URL_HELP}"
-            )
-        return Target(url=url.set(drivername="postgresql+psycopg"), dialect="postgresql",
-                      path=None)
+            raise ConfigurationError(f"The PostgreSQL store URL names no database. {_URL_HELP}")
+        return Target(url=url.set(drivername="postgresql+psycopg"), dialect="postgresql", path=None)
     raise ConfigurationError(f"The db driver does not handle {backend!r} URLs. {_URL_HELP}")
 
 
@@ -165,8 +165,7 @@ def make_engine(target: Target, *, pool_size: int = 5) -> Engine:
         )
     except (ImportError, NoSuchModuleError) as exc:
         raise ConfigurationError(
-            "The db driver's database library is not installed: "
-            "pip install 'mainsdk-memory[db]'."
+            "The db driver's database library is not installed: pip install 'mainsdk-memory[db]'."
         ) from exc
     except (ArgumentError, TypeError) as exc:
         raise ConfigurationError(
@@ -253,8 +252,7 @@ def translated(action: str, *, connecting: bool = False) -> Iterator[None]:
         if isinstance(exc, DBAPIError) and exc.connection_invalidated:
             what = f"the connection was lost ({what})"
         advice = (
-            "Check the URL, that the database server is running and that this user may "
-            "connect."
+            "Check the URL, that the database server is running and that this user may connect."
             if connecting
             else "Each call is one transaction: a call that failed before its commit "
             "changed nothing. Check the database and retry."

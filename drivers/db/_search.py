@@ -69,15 +69,19 @@ def _norm(length: int, avgdl: float) -> float:
 def _raw(counts: Sequence[int], idf: Sequence[float], norm: float) -> float:
     # bm25_rank's sum, term for term: zero counts are skipped, not added as 0.0.
     return sum(
-        w * (tf * (BM25_K1 + 1.0)) / (tf + norm)
-        for w, tf in zip(idf, counts, strict=True)
-        if tf
+        w * (tf * (BM25_K1 + 1.0)) / (tf + norm) for w, tf in zip(idf, counts, strict=True) if tf
     )
 
 
 def _candidate(
-    key: Key, counts: Sequence[int], length: int, trust: str, recorded_at: datetime,
-    idf: Sequence[float], avgdl: float, ceiling: float,
+    key: Key,
+    counts: Sequence[int],
+    length: int,
+    trust: str,
+    recorded_at: datetime,
+    idf: Sequence[float],
+    avgdl: float,
+    ceiling: float,
 ) -> _Candidate:
     raw = _raw(counts, idf, _norm(length, avgdl))
     return _Candidate(
@@ -103,10 +107,22 @@ def _join_scope(where: Filter, tokens: list[str], scope: list[ColumnElement[bool
     return (
         select()
         .select_from(POSTINGS)
-        .join(VERSIONS, and_(v.tenant == p.tenant, v.app == p.app,
-                             v.memory_id == p.memory_id, v.version == p.version))
-        .where(p.tenant == where.tenant, p.app == where.app, p.subject.in_(where.subjects),
-               p.term.in_(tokens), *scope)
+        .join(
+            VERSIONS,
+            and_(
+                v.tenant == p.tenant,
+                v.app == p.app,
+                v.memory_id == p.memory_id,
+                v.version == p.version,
+            ),
+        )
+        .where(
+            p.tenant == where.tenant,
+            p.app == where.app,
+            p.subject.in_(where.subjects),
+            p.term.in_(tokens),
+            *scope,
+        )
     )
 
 
@@ -132,15 +148,23 @@ def rank(
     v, p = VERSIONS.c, POSTINGS.c
     # One statement: corpus statistics, per-document counts of each distinct group (used
     # twice, so materialised), document frequencies, and the raw score.
-    stats = select(
-        func.count().label("n"), func.coalesce(func.sum(v.length), 0).label("total")
-    ).where(*scope).cte("stats")
+    stats = (
+        select(func.count().label("n"), func.coalesce(func.sum(v.length), 0).label("total"))
+        .where(*scope)
+        .cte("stats")
+    )
     docs = (
         _join_scope(where, tokens, scope)
         .with_only_columns(
-            p.memory_id, p.version, v.length, v.trust, v.recorded_at,
-            *(func.sum(case((p.term.in_(sorted(group)), p.tf), else_=0)).label(f"tf{i}")
-              for i, group in enumerate(distinct)),
+            p.memory_id,
+            p.version,
+            v.length,
+            v.trust,
+            v.recorded_at,
+            *(
+                func.sum(case((p.term.in_(sorted(group)), p.tf), else_=0)).label(f"tf{i}")
+                for i, group in enumerate(distinct)
+            ),
             maintain_column_froms=True,
         )
         .group_by(p.memory_id, p.version, v.length, v.trust, v.recorded_at)
@@ -148,8 +172,10 @@ def rank(
     )
     tf = [docs.c[f"tf{i}"] for i in range(len(distinct))]
     dfs = select(
-        *(func.coalesce(func.sum(case((column > 0, 1), else_=0)), 0).label(f"df{i}")
-          for i, column in enumerate(tf))
+        *(
+            func.coalesce(func.sum(case((column > 0, 1), else_=0)), 0).label(f"df{i}")
+            for i, column in enumerate(tf)
+        )
     ).cte("dfs")
 
     def real(value: float) -> ColumnElement[Any]:
@@ -163,8 +189,10 @@ def rank(
         df = dfs.c[f"df{index}"]
         idf = func.ln(real(1.0) + (n - df + real(0.5)) / (df + real(0.5)))
         term = case(
-            (column > 0, real(multiplicity[index]) * idf * (column * real(BM25_K1 + 1.0))
-             / (column + norm)),
+            (
+                column > 0,
+                real(multiplicity[index]) * idf * (column * real(BM25_K1 + 1.0)) / (column + norm),
+            ),
             else_=real(0.0),
         )
         total = term if total is None else total + term
@@ -193,9 +221,18 @@ def rank(
             values = row._mapping
             counts = [int(values[f"tf{s}"]) for s in slots]
             if any(counts):  # as in bm25_rank, a document with no query term is left out
-                found.append(_candidate((row.memory_id, row.version), counts, row.length,
-                                        row.trust, row.recorded_at, idf_exact, avgdl_exact,
-                                        ceiling))
+                found.append(
+                    _candidate(
+                        (row.memory_id, row.version),
+                        counts,
+                        row.length,
+                        row.trust,
+                        row.recorded_at,
+                        idf_exact,
+                        avgdl_exact,
+                        ceiling,
+                    )
+                )
         return found
 
     best = _best(candidates(rows), top_k)
@@ -205,9 +242,7 @@ def rank(
         if left_out >= kth.score:
             # A left-out document could tie or beat the k-th: fetch all that could.
             threshold = min(kth.raw, ceiling) * (1.0 - _EPSILON)
-            rows = connection.execute(
-                select(ranked).where(ranked.c.raw >= real(threshold))
-            ).all()
+            rows = connection.execute(select(ranked).where(ranked.c.raw >= real(threshold))).all()
             best = _best(candidates(rows), top_k)
     return [(c.key, c.score) for c in best]
 
@@ -231,7 +266,13 @@ def _rank_in_python(
     avgdl = total_length / n_docs or 1.0
     result = connection.execute(
         _join_scope(where, tokens, scope).with_only_columns(
-            p.memory_id, p.version, p.term, p.tf, v.length, v.trust, v.recorded_at,
+            p.memory_id,
+            p.version,
+            p.term,
+            p.tf,
+            v.length,
+            v.trust,
+            v.recorded_at,
             maintain_column_froms=True,
         )
     )
