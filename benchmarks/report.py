@@ -32,6 +32,7 @@ REFERENCE = [
 Row = tuple[object, ...]
 DASH = "\u2013"  # an en dash: "no value"
 TIMES = "\u00d7"  # the multiplication sign of ratios
+MINUS = "\u2212"  # the minus sign of differences
 DRIVER_COLOURS = {"local": "tab:blue", "sqlite": "tab:orange", "postgresql": "tab:green"}
 
 
@@ -167,7 +168,61 @@ def _locomo(result: dict[str, Any], images: dict[str, str]) -> str:
             + _table(("Compared", "Questions", "Identical top-10 (ids and order)",
                       "Largest score difference", "All metrics equal"), rows)
         )
+    parts += _locomo_hybrid(lo, categories)
     return "\n\n".join(parts)
+
+
+def _locomo_hybrid(lo: dict[str, Any], categories: Sequence[str]) -> list[str]:
+    """What the embedder adds, per category, and whether hybrid ranks alike on every driver."""
+    results = lo["results"]
+    parts = []
+    rows: list[Row] = []
+    for name, r in results.items():
+        bm25 = results.get(_bm25_name(name))
+        if r.get("kind") != "hybrid" or r["status"] != "ok" or not bm25 or bm25["status"] != "ok":
+            continue
+        for metric in ("recall@5", "mrr@10"):
+            deltas = [_delta(r, bm25, c, metric) for c in categories]
+            rows.append((f"`{name}` {MINUS} `{_bm25_name(name)}`", metric,
+                         _delta_overall(r, bm25, metric), *deltas))
+    if rows:
+        header = [f"Hybrid {MINUS} BM25 (same driver)", "Metric", "overall",
+                  *(f"{c} {CATEGORIES.get(c, '')}" for c in categories)]
+        parts.append(
+            "What the embedder adds (MiniLM, convex min-max fusion, ADR 0070): hybrid minus "
+            "sealed BM25 on the same driver, overall and per QA category:\n\n"
+            + _table(header, rows)
+        )
+    across = lo.get("hybrid_across_drivers", {})
+    if across:
+        rows = [(pair, _f(e["questions"]), _f(e["identical_rankings"]),
+                 f"{e['max_score_difference']:.2e}") for pair, e in across.items()]
+        parts.append(
+            "Hybrid recall on each driver against the first hybrid store (same embedder, same "
+            "fusion; the drivers only store and return the sealed vectors):\n\n"
+            + _table(("Compared", "Questions", "Identical top-10 (ids and order)",
+                      "Largest score difference"), rows)
+        )
+    return parts
+
+
+def _bm25_name(hybrid_name: str) -> str:
+    """The BM25 configuration a hybrid one is compared with (``local-hybrid`` → ``local``)."""
+    return hybrid_name.removesuffix("-hybrid")
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.3f}".replace("-", MINUS)
+
+
+def _delta_overall(hybrid: dict[str, Any], bm25: dict[str, Any], metric: str) -> str:
+    return _signed(hybrid["overall"][metric] - bm25["overall"][metric])
+
+
+def _delta(hybrid: dict[str, Any], bm25: dict[str, Any], category: str, metric: str) -> str:
+    a = hybrid["by_category"].get(category, {}).get(metric)
+    b = bm25["by_category"].get(category, {}).get(metric)
+    return DASH if a is None or b is None else _signed(a - b)
 
 
 def _n(lo: dict[str, Any], category: str) -> int:
@@ -218,6 +273,9 @@ def _speed(result: dict[str, Any], images: dict[str, str]) -> str:
     )
     if "growth" in images:
         parts.append(f"![Recall latency against memories per person]({images['growth']})")
+    hybrid = _hybrid_speed(speed, drivers)
+    if hybrid:
+        parts.append(hybrid)
 
     rows = []
     for d, v in drivers.items():
@@ -287,19 +345,32 @@ def _speed(result: dict[str, Any], images: dict[str, str]) -> str:
     rss = [(d, p) for d, v in drivers.items() for p in v.get("scale", []) if "peak_rss" in p]
     for d, p in rss:
         r = p["peak_rss"]
-        parts.append(
+        text = (
             f"### Memory use\n\nPeak RSS (VmHWM) of a fresh process that opens the {d} store "
             f"with {p['memories']:,} memories of one person and recalls 5 times: "
             f"**{_f(r['peak_mib'], 1)} MiB** ({_f(r['after_import_mib'], 1)} MiB after the "
             f"imports; opening and the recalls took {r['open_and_recall_s']} s)."
         )
+        h = p.get("hybrid", {}).get("peak_rss")
+        if h:
+            text += (
+                f" The same with the stand-in embedder and every memory's sealed 384-float "
+                f"vector stored (hybrid recall opens and keeps them all): "
+                f"**{_f(h['peak_mib'], 1)} MiB** (opening and the recalls took "
+                f"{h['open_and_recall_s']} s)."
+            )
+        parts.append(text)
 
     rows = []
     for d, v in drivers.items():
         for label, prof in (("recall, " + f"{plan['write_n']:,}", v.get("profile_recall")),
+                            ("hybrid recall, " + f"{plan['write_n']:,}",
+                             v.get("profile_recall_hybrid")),
                             ("remember", v.get("profile_remember")),
                             *[(f"recall, {p['memories']:,}", p.get("profile_recall"))
-                              for p in v.get("scale", []) if p.get("profile_recall")]):
+                              for p in v.get("scale", []) if p.get("profile_recall")],
+                            *[(f"hybrid recall, {p['memories']:,}", p.get("profile_recall_hybrid"))
+                              for p in v.get("scale", []) if p.get("profile_recall_hybrid")]):
             if not prof:
                 continue
             top = "; ".join(f"{name} {share:.0%}" for name, share in prof["share"].items())
@@ -309,6 +380,96 @@ def _speed(result: dict[str, Any], images: dict[str, str]) -> str:
             "### Where the time goes\n\ncProfile of a few calls; each line is the share of the "
             "call's time spent inside that function (nested shares overlap):\n\n"
             + _table(("Driver", "Call", "Shares"), rows)
+        )
+    return "\n\n".join(parts)
+
+
+def _hybrid_speed(speed: dict[str, Any], drivers: dict[str, Any]) -> str:
+    """Hybrid recall at every size, remember with vectors, and the embedders' own time."""
+    plan = speed["plan"]
+    embedding = speed.get("embedding")
+    measured = {d: v["hybrid"] for d, v in drivers.items()
+                if v.get("hybrid", {}).get("status") == "ok"}
+    skipped = {d: v["hybrid"] for d, v in drivers.items()
+               if "hybrid" in v and v["hybrid"].get("status") != "ok"}
+    if not (measured or skipped or embedding):
+        return ""  # a result from before hybrid was measured
+    stand_in = (embedding or {}).get("stand_in", {})
+    name = stand_in.get("embedder", "hashing-v1-384")
+    parts = [
+        "### hybrid recall (BM25 + vectors)\n\n"
+        f"`recall(query, top_k=10)` on a store opened with an embedder (`mode=\"auto\"`: "
+        "BM25 and vector ranking fused, ADR 0070), at the same sizes as the BM25 rows and "
+        "interleaved with them. **The embedder is a stand-in**: "
+        f"`HashingEmbedder(dimensions=384)` (`{name}`, model-free), because embedding "
+        "100,000 texts with MiniLM would take far longer than the run. Everything else a "
+        "hybrid recall does (reading the person's sealed vectors, opening them, ranking 384 "
+        "float32 values per memory, fusing, fetching what only the vectors found) costs the "
+        "same for any embedder of that width; MiniLM's own time per query is in the next "
+        f"table, to add. At {plan['write_n']:,} memories the vectors were written by "
+        "`remember`; at the "
+        "scale points they were sealed by the SDK's own code (`VectorIndex.embed`/`seal` under "
+        "the person's key with the vector's associated data, as `remember` does) and "
+        "bulk-loaded with the rows. *cold* is the first recall on a freshly opened store (the "
+        "driver's first read and every vector opened); *vectors cold* the first recall after "
+        "dropping only the opened vectors (driver warm), which is what a process pays once "
+        "per person, since the core keeps opened vectors per person; *warm* is every recall "
+        "after a few warm-up calls. *÷ BM25*: warm p50 over the sealed BM25 store's p50 "
+        "in the same interleaving; *text on this store* is `mode=\"text\"` on the hybrid "
+        "store (what "
+        "storing vectors costs BM25). *check*: a stored text asked with `mode=\"vector\"` "
+        "comes back first with cosine 1 (the stored vectors open and are the texts' own).",
+    ]
+    rows: list[Row] = []
+    for d, h in measured.items():
+        for p in h["points"]:
+            w = p["warm"]
+            rows.append((d, f"{p['memories']:,}", p["how"], _f(w.get("n")), _ms(w.get("p50_ms")),
+                         _ms(w.get("p95_ms")), _ms(w.get("p99_ms")), _ms(w.get("max_ms")),
+                         _ms(p.get("first_recall_ms")), _ms(p.get("vectors_cold_ms")),
+                         _x(p.get("ratio_p50_vs_bm25")),
+                         _ms(p.get("text_same_store", {}).get("p50_ms")),
+                         _f(p.get("vector_self_check"))))
+    if rows:
+        parts.append(_table(("Driver", "Memories", "Stored by", "Queries", "warm p50 ms",
+                             "p95 ms", "p99 ms", "max ms", "cold ms", "vectors cold ms",
+                             "÷ BM25", "text on this store p50 ms", "check"),
+                            rows))
+    for d, h in skipped.items():
+        parts.append(f"**{d}: hybrid {h.get('status')}** ({h.get('reason')}).")
+    if embedding:
+        rows = []
+        for key, label in (("stand_in", "stand-in (in the rows above)"), ("minilm", "MiniLM")):
+            e = embedding.get(key, {})
+            if e.get("status") == "ok":
+                rows.append((f"`{e['embedder']}`", label, _f(e.get("n")), _ms(e.get("p50_ms")),
+                             _ms(e.get("p95_ms")), _ms(e.get("p99_ms")), _ms(e.get("mean_ms"))))
+            else:
+                rows.append((DASH, label, DASH, DASH, DASH, DASH,
+                             f"not run: {e.get('reason', '')}"))
+        parts.append(
+            f"Embedding one query, as recall does (`VectorIndex.embed`), "
+            f"{embedding['queries']:,} LoCoMo questions one at a time after 5 warm-up calls. "
+            "A hybrid recall with MiniLM costs about the row above minus the stand-in's time "
+            "plus MiniLM's; each `remember` with MiniLM embeds its text the same way:\n\n"
+            + _table(("Embedder", "", "Queries", "p50 ms", "p95 ms", "p99 ms", "mean ms"), rows)
+        )
+    rows = []
+    for d, v in drivers.items():
+        w = v.get("hybrid_write")
+        if not w:
+            continue
+        x = w["with_vectors"]
+        rows.append((d, f"{w['n']:,}", _f(x.get("per_s"), 1), _ms(x.get("p50_ms")),
+                     _ms(x.get("p95_ms")), _ms(x.get("p99_ms")),
+                     _x(w.get("ratio_total_time_vs_sealed"))))
+    if rows:
+        parts.append(
+            "`remember` on the hybrid store (stand-in embedder: the text is embedded, and the "
+            "vector sealed and stored with the version), interleaved with the sealed and "
+            "unsealed stores of the remember table:\n\n"
+            + _table(("Driver", "Memories", "with vectors /s", "p50 ms", "p95 ms", "p99 ms",
+                      "time ÷ sealed without vectors"), rows)
         )
     return "\n\n".join(parts)
 
@@ -373,6 +534,11 @@ def _plots(result: dict[str, Any], folder: Path, prefix: str) -> dict[str, str]:
                     label=f"{d} p50")
             ax.plot(xs, [g["p95_ms"] for g in v["growth"]], marker="^", linestyle="--",
                     color=colour, label=f"{d} p95")
+            hybrid = v.get("hybrid", {})
+            if hybrid.get("status") == "ok" and hybrid.get("points"):
+                ax.plot([p["memories"] for p in hybrid["points"]],
+                        [p["warm"]["p50_ms"] for p in hybrid["points"]], marker="s",
+                        linestyle=":", color=colour, label=f"{d} hybrid p50 (stand-in)")
         ax.axhline(50, color="grey", linestyle=":", linewidth=1)
         ax.set_xscale("log")
         ax.set_yscale("log")

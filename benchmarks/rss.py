@@ -3,6 +3,7 @@
 Run by :mod:`benchmarks.speed` in a fresh interpreter so nothing else of the benchmark counts::
 
     python -m benchmarks.rss --url local:PATH --keys KEYS --person P --agent A --queries '["q"]'
+    python -m benchmarks.rss ... --embedder hashing-384     # hybrid recall: vectors opened too
 
 Prints one JSON line: peak RSS (``VmHWM`` from /proc/self/status, else ``ru_maxrss``) after the
 imports, and after the recalls (the driver then holds every row of the person in memory).
@@ -41,14 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--person", required=True)
     parser.add_argument("--agent", required=True)
     parser.add_argument("--queries", required=True, help="a JSON list of query strings")
+    parser.add_argument("--embedder", choices=["hashing-384"], default=None,
+                        help="open with the stand-in embedder (hybrid recall: every vector "
+                             "of the person is opened and kept)")
     args = parser.parse_args(argv)
 
-    from benchmarks.stores import APP, TENANT
+    from benchmarks.stores import APP, TENANT, stand_in_embedder
     from mainsdk_memory import Memory, tenant
 
+    embedder = stand_in_embedder() if args.embedder else None
     after_import = peak_rss_mib()
     started = time.perf_counter()
-    with Memory.open(args.url, keys=args.keys, app=APP) as memory, tenant.use(TENANT):
+    with Memory.open(args.url, keys=args.keys, app=APP, embedder=embedder) as memory, \
+            tenant.use(TENANT):
         handle = memory.acting_for(args.person, agent=args.agent)
         for query in json.loads(args.queries):
             handle.recall(query, top_k=10)

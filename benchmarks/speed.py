@@ -9,10 +9,25 @@ rows are sealed by the SDK's own code (``ScopedMemory._seal_row``: the same payl
 envelope, blind terms and pseudonym as ``remember``) and written with the driver's own row
 format without a durable write per row (:func:`benchmarks.stores.bulk_load`). ``remember``
 itself is timed at 1,000 memories, and for 1,000 persons on top of the bulk-loaded tenant.
+
+Hybrid recall (BM25 and vectors, fused) is measured at the same sizes on a third store per
+size, opened with an embedder. The embedder is a model-free stand-in of MiniLM's width,
+``HashingEmbedder(dimensions=384)`` (:func:`benchmarks.stores.stand_in_embedder`): embedding
+100,000 texts with MiniLM would take far longer than the run, and everything else a hybrid
+recall does (reading, opening and ranking 384-float vectors, fusing) costs the same for any
+embedder of that width. At 1,000 memories the vectors are written by ``remember`` itself; at
+the scale points they are sealed by the SDK's own code (:func:`seal_vectors`: the core's
+``VectorIndex.embed``/``seal``, the vector's associated data and the person's key, as
+``ScopedMemory._sealed_vector``) and bulk-loaded with the rows. What MiniLM adds per query is
+measured on its own (:func:`embedding_latency`), next to the stand-in's own time, so a reader
+can swap one for the other. Cold (the first recall on a freshly opened store: the driver's
+first read and opening every vector) and warm recall are reported separately, since the core
+keeps opened vectors per person.
 """
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import json
 import math
@@ -41,14 +56,18 @@ from benchmarks.stores import (
 from mainsdk_memory import Kind, Memory, Source, Trust, tenant
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._validate import new_memory_id
+from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import StoredRow, bm25_rank
+from mainsdk_memory.embeddings import Embedder
 
 __all__ = [
     "SpeedPlan",
     "blind_vs_plain_bm25",
+    "embedding_latency",
     "latency",
     "run_driver",
     "seal_rows",
+    "seal_vectors",
 ]
 
 AGENT = "speed"
@@ -78,6 +97,10 @@ class SpeedPlan:
     rss_at: int = 100_000
     """Peak RSS of the local driver is measured at this size (0: not measured)."""
     profile_queries: int = 10
+    hybrid: bool = True
+    """Also measure hybrid recall (stand-in embedder) at every size."""
+    embedding_queries: int = 200
+    """Queries embedded one by one to time MiniLM (and the stand-in) per query."""
 
 
 def latency(samples: Sequence[float]) -> dict[str, float | int]:
@@ -128,6 +151,44 @@ def seal_rows(
     return rows
 
 
+def seal_vectors(
+    memory: Memory, person: str, rows: Sequence[StoredRow], texts: Sequence[str],
+    embedder: Embedder,
+) -> list[bytes]:
+    """The sealed embedding of each of ``person``'s ``rows`` (of ``texts``), as ``remember``
+    stores it.
+
+    The core's own steps (``ScopedMemory._sealed_vector``): ``VectorIndex.embed`` (the
+    embedder's unit vector, checked), ``VectorIndex.seal`` (packed with the embedder's name),
+    sealed under the person's key with the version's vector associated data
+    (``ScopedMemory._vector_ad``). Each distinct text is embedded once (the corpus is cycled).
+    """
+    index = VectorIndex(embedder)
+    embedded: dict[str, Any] = {}
+    sealed: list[bytes] = []
+    with tenant.use(TENANT):
+        handle = memory.acting_for(person, agent=AGENT)
+        keys = memory._subject_keys(TENANT, person, create=True)
+        assert keys is not None  # create=True always returns keys
+        for row, text in zip(rows, texts, strict=True):
+            vector = embedded.get(text)
+            if vector is None:
+                vector = embedded[text] = index.embed(text)
+            ad = handle._vector_ad(TENANT, person, row.memory_id, row.version)
+            sealed.append(index.seal(vector, partial(keys.seal, associated_data=ad)))
+    return sealed
+
+
+def embedding_latency(
+    embedder: Embedder, queries: Sequence[str], warmup: int = 5
+) -> dict[str, float | int]:
+    """Time embedding one query at a time, as recall does (``VectorIndex.embed``)."""
+    index = VectorIndex(embedder)
+    for query in queries[:warmup]:
+        index.embed(query)
+    return latency([_timed(partial(index.embed, query)) for query in queries])
+
+
 def _cycle(items: Sequence[str], n: int) -> list[str]:
     return [items[i % len(items)] for i in range(n)]
 
@@ -138,19 +199,36 @@ def _timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+Recall = Callable[[str], object]
+
+
+def _recall_of(handle: Any, mode: str | None = None) -> Recall:
+    """``handle.recall(query, top_k=10)`` (with ``mode`` when given) as a one-argument call."""
+    if mode is None:
+        return partial(handle.recall, top_k=10)
+    return partial(handle.recall, top_k=10, mode=mode)
+
+
+def _recall_interleaved(
+    calls: Sequence[Recall], queries: Sequence[str], warmup: int = 3
+) -> list[list[float]]:
+    """Time each call on every query, interleaved query by query (order flips each query)."""
+    for query in queries[:warmup]:
+        for call in calls:
+            call(query)
+    times: list[list[float]] = [[] for _ in calls]
+    for i, query in enumerate(queries):
+        order = range(len(calls)) if i % 2 == 0 else reversed(range(len(calls)))
+        for j in order:
+            times[j].append(_timed(partial(calls[j], query)))
+    return times
+
+
 def _recall_pairs(
     handles: Sequence[Any], queries: Sequence[str], warmup: int = 3
 ) -> list[list[float]]:
     """Time ``recall(q, top_k=10)`` on each handle, interleaved query by query."""
-    for query in queries[:warmup]:
-        for handle in handles:
-            handle.recall(query, top_k=10)
-    times: list[list[float]] = [[] for _ in handles]
-    for i, query in enumerate(queries):
-        order = range(len(handles)) if i % 2 == 0 else reversed(range(len(handles)))
-        for j in order:
-            times[j].append(_timed(partial(handles[j].recall, query, top_k=10)))
-    return times
+    return _recall_interleaved([_recall_of(h) for h in handles], queries, warmup)
 
 
 @dataclass
@@ -178,8 +256,14 @@ HOT_SPOTS: dict[tuple[str, str], str] = {
     ("_driver.py", "search"): "driver.search, in total",
     ("_driver.py", "put"): "driver.put, in total",
     ("_driver.py", "_candidates"): "local: filtering every row (_candidates)",
-    ("_driver.py", "_rank"): "db: BM25 arithmetic in Python (_rank)",
+    ("_driver.py", "_rank"): "the driver's BM25 arithmetic in Python (_rank)",
     ("~", "<built-in method posix.fsync>"): "fsync",
+    ("_vectors.py", "rank"): "vector ranking in total (VectorIndex.rank)",
+    ("_driver.py", "vectors"): "driver.vectors (sealed vectors read)",
+    ("_scoped.py", "_open_vector"): "opening sealed vectors (_open_vector)",
+    ("embeddings.py", "cosine_top_k"): "cosine_top_k (numpy)",
+    ("_vectors.py", "embed"): "embedding the query (stand-in embedder)",
+    ("_fusion.py", "fuse"): "fusion",
 }
 
 
@@ -228,6 +312,10 @@ class DriverRun:
     person_rows: list[StoredRow]
     scale_person: str
     progress: Callable[[str], None]
+    scale_texts: list[str] | None = None
+    """The text of each of ``scale_rows`` (for the self-check of bulk-loaded vectors)."""
+    scale_vectors: list[bytes] | None = None
+    """Sealed stand-in embeddings of ``scale_rows``; ``None``: hybrid is not measured."""
 
 
 def _open(
@@ -236,32 +324,46 @@ def _open(
     return opened(config, url, workspace.keys, SteppingClock())
 
 
-def _small(run: DriverRun, sealed: StoreConfig, plain: StoreConfig) -> dict[str, Any]:
-    """``write_n`` remembers sealed and unsealed (interleaved), then recall, forget, erase."""
+def _small(
+    run: DriverRun, sealed: StoreConfig, plain: StoreConfig, hybrid: StoreConfig | None = None
+) -> dict[str, Any]:
+    """``write_n`` remembers sealed and unsealed (interleaved), then recall, forget, erase.
+
+    With ``hybrid``, a third store opened with the stand-in embedder is written and recalled
+    in the same interleaving (its ``remember`` embeds and seals a vector too).
+    """
     plan, corpus, ws = run.plan, run.corpus, run.workspace
-    urls = [ws.new_url(sealed.driver), ws.new_url(plain.driver)]
+    configs = [sealed, plain] + ([hybrid] if hybrid is not None else [])
+    urls = [ws.new_url(config.driver) for config in configs]
     person = "writer"
     out: dict[str, Any] = {}
-    with (
-        _open(sealed, ws, urls[0]) as m_sealed,
-        _open(plain, ws, urls[1]) as m_plain,
-        tenant.use(TENANT),
-    ):
-        handles = [m.acting_for(person, agent=AGENT) for m in (m_sealed, m_plain)]
+    with contextlib.ExitStack() as stack:
+        memories = [stack.enter_context(_open(config, ws, url))
+                    for config, url in zip(configs, urls, strict=True)]
+        stack.enter_context(tenant.use(TENANT))
+        m_sealed, m_plain = memories[0], memories[1]
+        handles = [m.acting_for(person, agent=AGENT) for m in memories]
         texts = _cycle(corpus.texts, plan.write_n)
-        write_times: list[list[float]] = [[], []]
-        ids: list[list[str]] = [[], []]
+        write_times: list[list[float]] = [[] for _ in handles]
+        ids: list[list[str]] = [[] for _ in handles]
         for i, text in enumerate(texts):
-            for j in ((0, 1) if i % 2 == 0 else (1, 0)):
+            order = range(len(handles)) if i % 2 == 0 else reversed(range(len(handles)))
+            for j in order:
                 started = time.perf_counter()
                 record = handles[j].remember(text)
                 write_times[j].append(time.perf_counter() - started)
                 ids[j].append(record.id)
-        run.progress(f"  {sealed.driver}: {plan.write_n} remembers x2 done")
+        run.progress(f"  {sealed.driver}: {plan.write_n} remembers x{len(handles)} done")
         for url in urls:
             ws.settle(url)
         queries = _cycle(corpus.queries, plan.queries)
-        recall_times = _recall_pairs(handles, queries)
+        hybrid_cold: dict[str, Any] = {}
+        if hybrid is not None:
+            hybrid_cold = _cold_hybrid(run, hybrid, urls[2], person, queries[0], texts)
+        calls = [_recall_of(h) for h in handles]
+        if hybrid is not None:
+            calls.append(_recall_of(handles[2], "text"))
+        recall_times = _recall_interleaved(calls, queries)
         out["profile_recall"] = _profile(
             lambda: [handles[0].recall(q, top_k=10) for q in queries[: plan.profile_queries]],
             "recall",
@@ -270,6 +372,11 @@ def _small(run: DriverRun, sealed: StoreConfig, plain: StoreConfig) -> dict[str,
             lambda: [handles[0].remember(t) for t in texts[: plan.profile_queries]],
             "remember",
         )
+        if hybrid is not None:
+            out["profile_recall_hybrid"] = _profile(
+                lambda: [handles[2].recall(q, top_k=10) for q in queries[: plan.profile_queries]],
+                "recall",
+            )
         # forget (the person's own, hard delete and receipt), and the next recall after it
         people = [m.person(person) for m in (m_sealed, m_plain)]
         forget_times: list[list[float]] = [[], []]
@@ -306,40 +413,133 @@ def _small(run: DriverRun, sealed: StoreConfig, plain: StoreConfig) -> dict[str,
         "recall_after_forget_sealed": latency(after_times[0]),
         "recall_after_forget_unsealed": latency(after_times[1]),
     }
+    if hybrid is not None:
+        hybrid_w = latency(write_times[2])
+        out["hybrid_write"] = {
+            "n": plan.write_n,
+            "with_vectors": {**hybrid_w, "per_s": round(len(texts) / sum(write_times[2]), 1)},
+            "ratio_total_time_vs_sealed": _ratio(sum(write_times[2]), sum(write_times[0])),
+            "ratio_p50_vs_sealed": _ratio(float(hybrid_w["p50_ms"]), float(sealed_w["p50_ms"])),
+        }
+        out["hybrid_recall"] = _hybrid_point(
+            plan.write_n, "remember", recall_times[2], recall_times[3], recall_times[0],
+            hybrid_cold,
+        )
     return out
 
 
-def _scale_point(
-    run: DriverRun, sealed: StoreConfig, plain: StoreConfig, n: int, queries_n: int
+def _forget_opened_vectors(memory: Memory) -> None:
+    """Drop the vectors ``memory`` has opened (as a fresh process would have none).
+
+    The core keeps them in ``Memory._vectors`` (``VectorIndex``, per person); a new index
+    for the same embedder starts empty, and the driver's own caches stay warm.
+    """
+    index = memory._vectors
+    if index is not None:
+        memory._vectors = VectorIndex(index.embedder)
+
+
+def _cold_hybrid(
+    run: DriverRun, config: StoreConfig, url: str, person: str, query: str,
+    texts: Sequence[str],
 ) -> dict[str, Any]:
-    """Recall latency with ``n`` bulk-loaded memories for one person (and unsealed too)."""
+    """Cold hybrid recall on a freshly opened Memory of ``url``, and a check of its vectors.
+
+    ``first_recall_ms``: the first recall after opening (the driver's first read of the
+    person and every vector opened); ``vectors_cold_ms``: the first recall after dropping
+    only the opened vectors (the driver warm). The check asks ``mode="vector"`` for a stored
+    text: its own vector must come first with cosine 1, so the stored vectors open and are
+    the texts' own.
+    """
+    with _open(config, run.workspace, url) as memory, tenant.use(TENANT):
+        handle = memory.acting_for(person, agent=AGENT)
+        first = _timed(partial(handle.recall, query, top_k=10))
+        _forget_opened_vectors(memory)
+        vectors_cold = _timed(partial(handle.recall, query, top_k=10))
+        probe = texts[len(texts) // 2]
+        hits = handle.recall(probe, top_k=1, mode="vector")
+        checked = bool(hits) and hits[0].record.text == probe and hits[0].score > 0.999
+    return {
+        "first_recall_ms": round(first * 1000.0, 1),
+        "vectors_cold_ms": round(vectors_cold * 1000.0, 1),
+        "vector_self_check": checked,
+    }
+
+
+def _hybrid_point(
+    n: int, how: str, hybrid: Sequence[float], text_same_store: Sequence[float],
+    bm25: Sequence[float], cold: dict[str, Any],
+) -> dict[str, Any]:
+    warm = latency(hybrid)
+    text = latency(text_same_store)
+    bm25_l = latency(bm25)
+    return {
+        "memories": n,
+        "how": how,
+        "warm": warm,
+        **cold,
+        "text_same_store": text,
+        "ratio_p50_vs_bm25": _ratio(float(warm["p50_ms"]), float(bm25_l["p50_ms"])),
+        "ratio_p50_text_same_store_vs_bm25": _ratio(
+            float(text["p50_ms"]), float(bm25_l["p50_ms"])),
+    }
+
+
+def _scale_point(
+    run: DriverRun, sealed: StoreConfig, plain: StoreConfig, n: int, queries_n: int,
+    hybrid: StoreConfig | None = None,
+) -> dict[str, Any]:
+    """Recall latency with ``n`` bulk-loaded memories for one person (and unsealed too).
+
+    With ``hybrid`` (and sealed vectors in ``run``), a third store holds the same rows with
+    their sealed stand-in embeddings; its hybrid recall, and BM25 (``mode="text"``) on it,
+    are timed in the same interleaving as the other stores.
+    """
     ws, plan = run.workspace, run.plan
     with_plain = n in plan.unsealed_scale
-    configs = [(sealed, run.scale_rows[:n])]
+    configs: list[tuple[StoreConfig, list[StoredRow], list[bytes] | None]] = [
+        (sealed, run.scale_rows[:n], None)
+    ]
     if with_plain:
-        configs.append((plain, run.plain_scale_rows[:n]))
-    urls = [ws.new_url(config.driver) for config, _ in configs]
+        configs.append((plain, run.plain_scale_rows[:n], None))
+    vectored = None if run.scale_vectors is None or run.scale_texts is None else hybrid
+    with_hybrid = vectored is not None
+    if vectored is not None and run.scale_vectors is not None:
+        configs.append((vectored, run.scale_rows[:n], run.scale_vectors[:n]))
+    urls = [ws.new_url(config.driver) for config, _, _ in configs]
     memories = []
     load_seconds = []
     result: dict[str, Any] = {"memories": n}
     try:
-        for (config, rows), url in zip(configs, urls, strict=True):
+        for (config, rows, vectors), url in zip(configs, urls, strict=True):
             memory = config.open(url, ws.keys, SteppingClock())
             memories.append(memory)
-            load_seconds.append(round(_timed(partial(bulk_load, memory, rows)), 2))
+            load_seconds.append(round(_timed(partial(bulk_load, memory, rows, vectors)), 2))
             ws.settle(url)
         with tenant.use(TENANT):
             handles = [m.acting_for(run.scale_person, agent=AGENT) for m in memories]
             first = _timed(lambda: handles[0].recall(run.corpus.queries[0], top_k=10))
             queries = _cycle(run.corpus.queries[1:], queries_n)
-            times = _recall_pairs(handles, queries, warmup=2)
+            cold: dict[str, Any] = {}
+            calls = [_recall_of(h) for h in handles]
+            if vectored is not None and run.scale_texts is not None:
+                cold = _cold_hybrid(run, vectored, urls[-1], run.scale_person,
+                                    run.corpus.queries[0], run.scale_texts[:n])
+                calls.append(_recall_of(handles[-1], "text"))
+            times = _recall_interleaved(calls, queries, warmup=2)
             if n == plan.scale[0]:
                 result["profile_recall"] = _profile(
                     lambda: [handles[0].recall(q, top_k=10)
                              for q in queries[: plan.profile_queries]],
                     "recall",
                 )
-        result["bulk_load_s"] = load_seconds
+                if with_hybrid:
+                    result["profile_recall_hybrid"] = _profile(
+                        lambda: [handles[-1].recall(q, top_k=10)
+                                 for q in queries[: plan.profile_queries]],
+                        "recall",
+                    )
+        result["bulk_load_s"] = load_seconds[: 2 if with_plain else 1]
         result["first_recall_ms"] = round(first * 1000.0, 1)
         result["sealed"] = latency(times[0])
         if with_plain:
@@ -350,8 +550,17 @@ def _scale_point(
             result["ratio_mean"] = _ratio(
                 float(result["sealed"]["mean_ms"]), float(result["unsealed"]["mean_ms"])
             )
+        if with_hybrid:
+            result["hybrid"] = {
+                **_hybrid_point(n, "bulk", times[-2], times[-1], times[0], cold),
+                "bulk_load_s": load_seconds[-1],
+            }
         if sealed.driver == "local" and n == plan.rss_at:
             result["peak_rss"] = _rss(urls[0], ws.keys, run.scale_person, queries[:5])
+            if with_hybrid:
+                result["hybrid"]["peak_rss"] = _rss(
+                    urls[-1], ws.keys, run.scale_person, queries[:5], embedder="hashing-384"
+                )
     finally:
         for memory in memories:
             memory.close()
@@ -392,22 +601,34 @@ def _persons(run: DriverRun, sealed: StoreConfig) -> dict[str, Any]:
     return result
 
 
-def run_driver(run: DriverRun, sealed: StoreConfig, plain: StoreConfig) -> dict[str, Any]:
-    """Every speed measurement on one driver."""
+def run_driver(
+    run: DriverRun, sealed: StoreConfig, plain: StoreConfig,
+    hybrid: StoreConfig | None = None, hybrid_reason: str | None = None,
+) -> dict[str, Any]:
+    """Every speed measurement on one driver (hybrid too when ``hybrid`` is given)."""
     result: dict[str, Any] = {"driver": sealed.driver}
     started = time.perf_counter()
-    result.update(_small(run, sealed, plain))
+    result.update(_small(run, sealed, plain, hybrid))
     growth = [{
         "memories": run.plan.write_n, "how": "remember", **result["recall"]["sealed"],
     }]
+    hybrid_points = [result.pop("hybrid_recall")] if hybrid is not None else []
     points = []
     for n, queries_n in zip(run.plan.scale, run.plan.scale_queries, strict=True):
-        point = _scale_point(run, sealed, plain, n, queries_n)
-        run.progress(f"  {sealed.driver}: {n} memories: p50 {point['sealed'].get('p50_ms')} ms")
+        point = _scale_point(run, sealed, plain, n, queries_n, hybrid)
+        run.progress(f"  {sealed.driver}: {n} memories: p50 {point['sealed'].get('p50_ms')} ms"
+                     + (f", hybrid p50 {point['hybrid']['warm'].get('p50_ms')} ms"
+                        if "hybrid" in point else ""))
         points.append(point)
         growth.append({"memories": n, "how": "bulk", **point["sealed"]})
+        if "hybrid" in point:
+            hybrid_points.append(point["hybrid"])
     result["scale"] = points
     result["growth"] = growth
+    if hybrid is not None:
+        result["hybrid"] = {"status": "ok", "config": hybrid.name, "points": hybrid_points}
+    else:
+        result["hybrid"] = {"status": "not run", "reason": hybrid_reason or "not requested"}
     result["persons"] = _persons(run, sealed)
     run.progress(f"  {sealed.driver}: persons done")
     result["seconds"] = round(time.perf_counter() - started, 1)
@@ -465,12 +686,16 @@ def blind_vs_plain_bm25(
 # --- peak RSS -------------------------------------------------------------------------------
 
 
-def _rss(url: str, keys: Path, person: str, queries: Sequence[str]) -> dict[str, Any]:
+def _rss(
+    url: str, keys: Path, person: str, queries: Sequence[str], embedder: str | None = None
+) -> dict[str, Any]:
     """Peak RSS of a fresh process that opens the local store and recalls (VmHWM)."""
     command = [
         sys.executable, "-m", "benchmarks.rss", "--url", url, "--keys", str(keys),
         "--person", person, "--agent", AGENT, "--queries", json.dumps(list(queries)),
     ]
+    if embedder is not None:
+        command += ["--embedder", embedder]
     done = subprocess.run(  # noqa: S603 - our own interpreter and module
         command, cwd=REPO, capture_output=True, text=True, check=True, timeout=1800
     )

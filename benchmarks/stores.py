@@ -43,7 +43,11 @@ __all__ = [
     "bulk_load",
     "hybrid_unavailable",
     "make_configs",
+    "minilm",
+    "minilm_unavailable",
     "opened",
+    "stand_in_embedder",
+    "vectors_unavailable",
 ]
 
 APP = "bench"
@@ -316,11 +320,46 @@ def _minilm() -> Any:
     return embeddings.MiniLMEmbedder()
 
 
-@functools.lru_cache(maxsize=1)
-def hybrid_unavailable() -> str | None:
-    """Why the hybrid (embedder) configuration cannot run here, or ``None`` if it can."""
+def minilm() -> Any:
+    """The run's one :class:`~mainsdk_memory.embeddings.MiniLMEmbedder` (built on first use)."""
+    return _minilm()
+
+
+def _driver_class(driver: str) -> Any:
+    if driver == "local":
+        from mainsdk_memory.drivers.local import LocalDriver
+
+        return LocalDriver
+    from mainsdk_memory.drivers.db import _driver as db
+
+    return db.DbDriver
+
+
+@functools.cache
+def vectors_unavailable(driver: str) -> str | None:
+    """Why ``driver`` cannot be opened with an embedder here, or ``None`` if it can.
+
+    Read from the driver's declared capabilities (``Capabilities.vectors``): ``Memory.open``
+    refuses an embedder on a driver that does not declare them. A capability that is only
+    known per store (a property) counts as declared; opening the store then decides, and a
+    refusal is reported as "not run" by the caller.
+    """
     if "embedder" not in inspect.signature(Memory.open).parameters:
         return "Memory.open does not accept embedder= yet (hybrid recall is not merged)."
+    try:
+        capabilities = _driver_class(driver).capabilities
+    except ImportError as exc:
+        return f"the {driver} driver cannot be imported here: {exc}"
+    declared = getattr(capabilities, "vectors", None)
+    if declared is False:
+        return (f"the {driver} driver does not declare vectors (Capabilities.vectors is "
+                "False), so Memory.open refuses an embedder on it.")
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def minilm_unavailable() -> str | None:
+    """Why MiniLMEmbedder cannot be built here (the embeddings extra), or ``None``."""
     if importlib_util.find_spec("mainsdk_memory.embeddings") is None:
         return "mainsdk_memory.embeddings is not importable."
     try:
@@ -330,9 +369,40 @@ def hybrid_unavailable() -> str | None:
     return None
 
 
+def hybrid_unavailable(driver: str) -> str | None:
+    """Why the hybrid (MiniLM) configuration on ``driver`` cannot run here, or ``None``.
+
+    Only real obstacles count: ``Memory.open`` without ``embedder=``, a driver that does not
+    declare vectors, or MiniLM that cannot be built (the ``embeddings`` extra missing). The
+    driver is checked first, so a driver without vectors never loads the model.
+    """
+    return vectors_unavailable(driver) or minilm_unavailable()
+
+
 def _open_hybrid(url: str, keys: Path, clock: Clock) -> Memory:
-    opener = cast(Callable[..., Memory], Memory.open)
-    return opener(url, keys=keys, app=APP, clock=clock, embedder=_minilm())
+    return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=_minilm())
+
+
+#: Width of the stand-in embedder: MiniLM's, so vectors weigh and rank as MiniLM's would.
+STAND_IN_DIMENSIONS = 384
+
+
+@functools.lru_cache(maxsize=1)
+def stand_in_embedder() -> Any:
+    """The speed runs' model-free stand-in for MiniLM: ``HashingEmbedder(dimensions=384)``.
+
+    Embedding 100,000 texts with MiniLM would take far longer than the run; what recall
+    costs beyond the embedding (sealing, storing, opening and ranking 384 float32 values per
+    memory) is the same for any embedder of this width. MiniLM's own per-query time is
+    measured separately (:func:`benchmarks.speed.embedding_latency`).
+    """
+    from mainsdk_memory.embeddings import HashingEmbedder
+
+    return HashingEmbedder(dimensions=STAND_IN_DIMENSIONS)
+
+
+def _open_stand_in(url: str, keys: Path, clock: Clock) -> Memory:
+    return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=stand_in_embedder())
 
 
 @dataclass(frozen=True)
@@ -353,7 +423,11 @@ class StoreConfig:
 
 
 def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
-    """Every configuration on ``drivers``: sealed, unsealed and hybrid for each."""
+    """Every configuration on ``drivers``: sealed, unsealed and hybrid for each.
+
+    ``<driver>-hybrid`` embeds with MiniLM (LoCoMo quality); ``<driver>-hybrid-hashing``
+    with the model-free stand-in of the same width (speed and scale, :func:`stand_in_embedder`).
+    """
     configs: dict[str, StoreConfig] = {}
     for driver in drivers:
         configs[driver] = StoreConfig(driver, driver, _open_sealed)
@@ -361,7 +435,12 @@ def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
             f"{driver}-unsealed", driver, _open_unsealed, sealed=False
         )
         configs[f"{driver}-hybrid"] = StoreConfig(
-            f"{driver}-hybrid", driver, _open_hybrid, hybrid=True, unavailable=hybrid_unavailable
+            f"{driver}-hybrid", driver, _open_hybrid, hybrid=True,
+            unavailable=functools.partial(hybrid_unavailable, driver),
+        )
+        configs[f"{driver}-hybrid-hashing"] = StoreConfig(
+            f"{driver}-hybrid-hashing", driver, _open_stand_in, hybrid=True,
+            unavailable=functools.partial(vectors_unavailable, driver),
         )
     return configs
 
@@ -369,13 +448,15 @@ def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
 # --- bulk loading (scale points only) -------------------------------------------------------
 
 
-def _load_local(memory: Memory, rows: Sequence[StoredRow]) -> None:
+def _load_local(
+    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None
+) -> None:
     """Write rows as the local driver's own memory files, synced once at the end.
 
-    The files, their JSON (the driver's ``_row_to_json``), the folder layout and the change
-    log are exactly what ``LocalDriver.put`` writes; only the fsyncs are left out (the rows
-    are read back from the page cache either way, and a benchmark store need not survive a
-    crash).
+    The files, their JSON (the driver's ``_row_to_json``, with the sealed embedding when one
+    is given), the folder layout and the change log are exactly what ``LocalDriver.put``
+    writes; only the fsyncs are left out (the rows are read back from the page cache either
+    way, and a benchmark store need not survive a crash).
     """
     from mainsdk_memory._files import make_private_dir
     from mainsdk_memory.drivers.local import _driver as local
@@ -383,12 +464,14 @@ def _load_local(memory: Memory, rows: Sequence[StoredRow]) -> None:
     driver = cast(Any, memory.driver)
     driver._ensure_store()
     folders: dict[Path, list[str]] = {}
-    for row in rows:
+    for i, row in enumerate(rows):
         folder = driver._subject_dir(row.tenant, row.app, row.subject)
         if folder not in folders:
             make_private_dir(folder)
             folders[folder] = []
-        payload = json.dumps({"versions": [local._row_to_json(row)]}).encode()
+        version = (local._row_to_json(row) if vectors is None
+                   else local._row_to_json(row, vectors[i]))
+        payload = json.dumps({"versions": [version]}).encode()
         fd = os.open(folder / f"{row.memory_id}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.write(fd, payload)
@@ -400,7 +483,10 @@ def _load_local(memory: Memory, rows: Sequence[StoredRow]) -> None:
             log.write("".join(f"{memory_id}\n" for memory_id in ids).encode("ascii"))
 
 
-def _load_db(memory: Memory, rows: Sequence[StoredRow], batch: int = 2000) -> None:
+def _load_db(
+    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None,
+    batch: int = 2000,
+) -> None:
     """Batched INSERTs of the driver's own row values and postings, one transaction a batch."""
     from sqlalchemy import insert
 
@@ -408,6 +494,11 @@ def _load_db(memory: Memory, rows: Sequence[StoredRow], batch: int = 2000) -> No
     from mainsdk_memory.drivers.db._engine import transaction
     from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 
+    if vectors is not None:
+        # Until the loader knows the db driver's vector columns: the driver's own put.
+        for row, vector in zip(rows, vectors, strict=True):
+            memory.driver.put(row, vector=vector)
+        return
     driver = cast(Any, memory.driver)
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
@@ -423,17 +514,28 @@ def _load_db(memory: Memory, rows: Sequence[StoredRow], batch: int = 2000) -> No
                 c.execute(insert(POSTINGS), postings)
 
 
-def bulk_load(memory: Memory, rows: Sequence[StoredRow]) -> None:
-    """Put already sealed rows into ``memory``'s store without a write path per row."""
+def bulk_load(
+    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None = None
+) -> None:
+    """Put already sealed rows into ``memory``'s store without a write path per row.
+
+    ``vectors`` (one per row) are the rows' sealed embeddings, as ``put(vector=...)`` takes
+    them (:func:`benchmarks.speed.seal_vectors`).
+    """
     if not rows:
         return
+    if vectors is not None and len(vectors) != len(rows):
+        raise ValueError("one sealed vector per row")
     if memory.driver.name == "local":
-        _load_local(memory, rows)
+        _load_local(memory, rows, vectors)
     elif memory.driver.name == "db":
-        _load_db(memory, rows)
-    else:
+        _load_db(memory, rows, vectors)
+    elif vectors is None:
         for row in rows:
             memory.driver.put(row)
+    else:
+        for row, vector in zip(rows, vectors, strict=True):
+            memory.driver.put(row, vector=vector)
 
 
 @contextlib.contextmanager

@@ -29,10 +29,22 @@ from benchmarks.speed import (
     DriverRun,
     SpeedPlan,
     blind_vs_plain_bm25,
+    embedding_latency,
     run_driver,
     seal_rows,
+    seal_vectors,
 )
-from benchmarks.stores import SteppingClock, StoreConfig, Workspace, make_configs, opened
+from benchmarks.stores import (
+    SteppingClock,
+    StoreConfig,
+    Workspace,
+    make_configs,
+    minilm,
+    minilm_unavailable,
+    opened,
+    stand_in_embedder,
+)
+from mainsdk_memory import MemoryCapabilityError
 
 __all__ = ["SIZES", "Size", "main", "run"]
 
@@ -73,7 +85,7 @@ SIZES: dict[str, Size] = {
         speed=SpeedPlan(
             write_n=10, scale=(200,), unsealed_scale=(200,), queries=6, scale_queries=(6,),
             persons=3, per_person=10, person_queries=4, person_writes=2, forgets=2, erases=1,
-            rss_at=200, profile_queries=2,
+            rss_at=200, profile_queries=2, embedding_queries=20,
         ),
         workers=2,
     ),
@@ -154,6 +166,9 @@ def _run_locomo(
                 "refused_by_injection_check": run.refused,
                 **locomo.score(conversations, run.rankings),
             }
+        except MemoryCapabilityError as exc:  # the store refused the embedder: cannot run
+            results[config.name] = {**entry, "status": "not run", "reason": str(exc)}
+            progress(f"LoCoMo {config.name}: not run ({exc})")
         except Exception as exc:  # a failing configuration is reported; the rest still runs
             results[config.name] = {**entry, "status": "failed",
                                     "reason": f"{type(exc).__name__}: {exc}"}
@@ -178,7 +193,15 @@ def _run_locomo(
             and results[name]["by_category"] == results["plaintext-ours"]["by_category"]
         )
         equality[f"{name} vs plaintext-ours"] = compared
-    return {"data": dataset.summary(), "results": results, "sealed_equals_plaintext": equality}
+    # Hybrid recall has no plaintext twin; the same embedder and fusion on every driver must
+    # still rank alike, so each hybrid store is compared with the first one measured.
+    hybrids = [n for n, r in results.items() if r.get("kind") == "hybrid" and n in rankings]
+    across = {
+        f"{name} vs {hybrids[0]}": locomo.compare_rankings(rankings[name], rankings[hybrids[0]])
+        for name in hybrids[1:]
+    }
+    return {"data": dataset.summary(), "results": results, "sealed_equals_plaintext": equality,
+            "hybrid_across_drivers": across}
 
 
 # --- speed ----------------------------------------------------------------------------------
@@ -218,26 +241,77 @@ def _run_speed(
             sealer, scale_person, scale_rows[: plan.scale[0]], plain_rows[: plan.scale[0]],
             corpus.queries[: plan.queries],
         )
+        reasons = {d: configs[f"{d}-hybrid-hashing"].unavailable() for d in drivers}
+        scale_vectors = None
+        vector_seconds = None
+        if plan.hybrid and any(reason is None for reason in reasons.values()):
+            vector_started = time.perf_counter()
+            scale_vectors = seal_vectors(sealer, scale_person, scale_rows, texts,
+                                         stand_in_embedder())
+            vector_seconds = time.perf_counter() - vector_started
     workspace.release(scratch)
-    progress(f"sealed {len(scale_rows) + len(person_rows)} rows for bulk loading "
-             f"in {time.perf_counter() - started:.0f} s")
+    progress(f"sealed {len(scale_rows) + len(person_rows)} rows"
+             + (f" and {len(scale_vectors)} vectors" if scale_vectors else "")
+             + f" for bulk loading in {time.perf_counter() - started:.0f} s")
     run = DriverRun(workspace, corpus, plan, scale_rows, plain_rows, person_rows, scale_person,
-                    progress)
+                    progress, scale_texts=texts, scale_vectors=scale_vectors)
     per_driver: dict[str, Any] = {}
     for driver in drivers:
         progress(f"speed: {driver}")
+        sealed, plain = configs[driver], configs[f"{driver}-unsealed"]
+        reason = reasons[driver] if plan.hybrid else "hybrid is not in this size's plan"
+        hybrid = configs[f"{driver}-hybrid-hashing"] if reason is None else None
         try:
-            per_driver[driver] = run_driver(run, configs[driver], configs[f"{driver}-unsealed"])
+            per_driver[driver] = run_driver(run, sealed, plain, hybrid, reason)
         except Exception as exc:
-            per_driver[driver] = {"driver": driver, "status": "failed",
-                                  "reason": f"{type(exc).__name__}: {exc}"}
-            progress(f"speed {driver}: FAILED {exc!r}")
+            if hybrid is None:
+                per_driver[driver] = {"driver": driver, "status": "failed",
+                                      "reason": f"{type(exc).__name__}: {exc}"}
+                progress(f"speed {driver}: FAILED {exc!r}")
+                continue
+            # A hybrid failure must not cost the driver its BM25 numbers: run again without.
+            status = "not run" if isinstance(exc, MemoryCapabilityError) else "failed"
+            why = f"{type(exc).__name__}: {exc}"
+            progress(f"speed {driver} with hybrid: {status.upper()} {exc!r}; again without")
+            try:
+                per_driver[driver] = run_driver(run, sealed, plain, None, why)
+                per_driver[driver]["hybrid"]["status"] = status
+            except Exception as again:
+                per_driver[driver] = {"driver": driver, "status": "failed",
+                                      "reason": f"{type(again).__name__}: {again}"}
+                progress(f"speed {driver}: FAILED {again!r}")
     return {
         "plan": asdict(plan),
         "seal_rows_per_s": round(len(scale_rows) / seal_seconds, 1) if seal_seconds else None,
+        "seal_vectors_per_s": (round(len(scale_vectors) / vector_seconds, 1)
+                               if scale_vectors and vector_seconds else None),
         "bm25_blind_vs_plain": bm25,
+        "embedding": _embedding(corpus, plan, progress),
         "drivers": per_driver,
     }
+
+
+def _embedding(
+    corpus: Corpus, plan: SpeedPlan, progress: Callable[[str], None]
+) -> dict[str, Any]:
+    """Per-query embedding time of the stand-in and of MiniLM (if the extra is installed)."""
+    queries = corpus.queries[: plan.embedding_queries]
+    stand_in = stand_in_embedder()
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "stand_in": {"status": "ok", "embedder": stand_in.name,
+                     **embedding_latency(stand_in, queries)},
+    }
+    reason = minilm_unavailable()
+    if reason is not None:
+        out["minilm"] = {"status": "not run", "reason": reason}
+        progress(f"MiniLM query embedding: not run ({reason})")
+    else:
+        model = minilm()
+        out["minilm"] = {"status": "ok", "embedder": model.name,
+                         **embedding_latency(model, queries)}
+        progress(f"MiniLM query embedding: p50 {out['minilm']['p50_ms']} ms")
+    return out
 
 
 # --- targets --------------------------------------------------------------------------------

@@ -134,6 +134,41 @@ def test_speed_numbers_are_in_order(smoke: tuple[dict[str, Any], str]) -> None:
     assert bm25["queries_with_identical_scores"] == bm25["queries"] > 0
 
 
+def test_hybrid_speed_is_measured_or_says_why(smoke: tuple[dict[str, Any], str]) -> None:
+    """Hybrid recall (the model-free stand-in embedder) at every size, or "not run" + reason;
+    MiniLM's per-query time, or "not run" + reason when the embeddings extra is missing."""
+    result, page = smoke
+    speed = result["speed"]
+    plan = speed["plan"]
+    for driver in ("local", "sqlite"):
+        hybrid = speed["drivers"][driver]["hybrid"]
+        assert hybrid["status"] in {"ok", "not run"}, hybrid
+        if hybrid["status"] != "ok":
+            assert hybrid["reason"]
+            continue
+        points = hybrid["points"]
+        assert [p["memories"] for p in points] == [plan["write_n"], *plan["scale"]]
+        for point in points:
+            _check_latency(point["warm"])
+            _check_latency(point["text_same_store"])
+            assert point["first_recall_ms"] > 0
+            assert point["vectors_cold_ms"] > 0
+            assert point["vector_self_check"] is True  # bulk-sealed vectors open, are the texts'
+            assert point["ratio_p50_vs_bm25"] > 0
+        write = speed["drivers"][driver]["hybrid_write"]
+        assert write["n"] == plan["write_n"]
+        _check_latency(write["with_vectors"])
+        assert "### hybrid recall (BM25 + vectors)" in page
+    embedding = speed["embedding"]
+    assert embedding["stand_in"]["status"] == "ok"
+    _check_latency(embedding["stand_in"])
+    assert embedding["minilm"]["status"] in {"ok", "not run"}
+    if embedding["minilm"]["status"] == "ok":
+        _check_latency(embedding["minilm"])
+    else:
+        assert embedding["minilm"]["reason"]
+
+
 def test_targets_and_report_are_written(smoke: tuple[dict[str, Any], str]) -> None:
     result, page = smoke
     names = [target["target"] for target in result["targets"]]
