@@ -21,7 +21,7 @@ from mainsdk_memory.drivers import Filter
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING, transaction
-from mainsdk_memory.drivers.db._schema import TENANT_TABLES
+from mainsdk_memory.drivers.db._schema import SCHEMA_VERSION, TENANT_TABLES
 
 #: A fresh PostgreSQL store (the shared ``store_url`` fixture, on PostgreSQL only).
 on_postgres = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
@@ -33,10 +33,14 @@ def _conninfo(url: str) -> str:
 
 @pytest.fixture
 def two_tenants(store_url: str) -> Iterator[DbDriver]:
-    """A store holding versions, postings and control records of acme and globex."""
+    """A store holding versions, postings, embeddings and control records of acme and
+    globex."""
     with DbDriver(store_url) as driver:
         for tenant in ("acme", "globex"):
-            driver.put(make_row(tenant=tenant, memory_id=memory_id(1), terms={f"t_{tenant}": 1}))
+            driver.put(
+                make_row(tenant=tenant, memory_id=memory_id(1), terms={f"t_{tenant}": 1}),
+                vector=f"sealed vector of {tenant}".encode(),
+            )
             driver.put(make_row(tenant=tenant, memory_id=memory_id(2), subject="tenant"))
             driver.control_put(tenant, "app", "grant/bot", b"sealed grant")
         yield driver
@@ -115,14 +119,24 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
         deleted = connection.execute(
             f"DELETE FROM {PG_SCHEMA}.memory_control WHERE tenant = 'globex'"  # noqa: S608
         ).rowcount
+        unvectored = connection.execute(
+            f"DELETE FROM {PG_SCHEMA}.memory_embeddings WHERE tenant = 'globex'"  # noqa: S608
+        ).rowcount
         with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
             connection.execute(
                 f"INSERT INTO {PG_SCHEMA}.memory_control VALUES "  # noqa: S608
                 "('globex', 'app', 'planted', 'x')"
             )
-    assert (changed, deleted) == (2, 0)  # acme's two rows; nothing of globex
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
+            connection.execute(
+                f"INSERT INTO {PG_SCHEMA}.memory_embeddings VALUES "  # noqa: S608
+                "('globex', 'app', 'mem_planted', 1, 'p_ada', 'x')"
+            )
+    assert (changed, deleted, unvectored) == (2, 0, 0)  # acme's two rows; nothing of globex
     # globex is untouched.
     assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]
+    globex = Filter(tenant="globex", app="app", subjects=("p_ada",))
+    assert [entry.sealed for entry in two_tenants.vectors(globex)] == [b"sealed vector of globex"]
     assert (
         two_tenants.list(
             Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True), limit=10
@@ -215,7 +229,7 @@ def test_an_owner_url_is_held_by_row_level_security_too(
         upgrade(url)
     with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
         connection.execute(f'GRANT {APP_ROLE} TO "{owner}"')
-    assert upgrade(url) == (0, 1)
+    assert upgrade(url) == (0, SCHEMA_VERSION)
     with DbDriver(url) as driver:
         driver.put(make_row(tenant="acme", memory_id=memory_id(1)))
         driver.put(make_row(tenant="globex", memory_id=memory_id(2)))

@@ -259,7 +259,7 @@ def test_search_never_loads_rows_without_a_query_term(driver: DbDriver) -> None:
     assert [row.memory_id for row, _ in got] == [memory_id(999)]
     sealed_reads = [s for s in statements if "sealed" in s]
     assert len(sealed_reads) == 1  # only the top-k rows are loaded whole
-    assert "memory_id IN" in sealed_reads[0].replace("\n", " ")
+    assert "doc IN" in sealed_reads[0].replace("\n", " ")  # by document id
 
 
 def test_expired_lists_current_memories_past_a_labels_cutoff(driver: DbDriver) -> None:

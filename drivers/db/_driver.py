@@ -3,14 +3,16 @@
 Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
 Search computes BM25 in the database over a postings table and re-scores the few best
 candidates with :func:`bm25_rank`'s own arithmetic (:mod:`._search`), then loads whole rows
-only for the top ``k``. Nothing ranks by loading every row of a person.
+only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
+are opaque bytes in their own table, written with their version and erased with it;
+:meth:`DbDriver.vectors` sends only those the caller does not hold yet.
 """
 
 from __future__ import annotations
 
 import builtins  # the method `list` shadows the builtin in annotations
 import json
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Container, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from sqlalchemy import (
     Row,
     and_,
     delete,
+    exists,
     false,
     func,
     insert,
@@ -29,6 +32,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -42,6 +46,7 @@ from mainsdk_memory.drivers._protocol import (
     EraseResult,
     Filter,
     StoredRow,
+    VectorEntry,
 )
 from mainsdk_memory.drivers.db._engine import (
     APP_ROLE,
@@ -54,6 +59,7 @@ from mainsdk_memory.drivers.db._engine import (
 )
 from mainsdk_memory.drivers.db._schema import (
     CONTROL,
+    EMBEDDINGS,
     POSTINGS,
     SCHEMA,
     VERSIONS,
@@ -67,6 +73,7 @@ __all__ = ["DbDriver", "upgrade"]
 
 _UNIQUE_VIOLATIONS = {"23505", "SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"}
 _UPGRADE_LOCK = 0x6D61696E  # pg_advisory_xact_lock key serialising upgrades ("main")
+_CHUNK = 500  # ids per IN list: far below SQLite's and PostgreSQL's parameter limits
 
 
 def _is_unique_violation(exc: IntegrityError) -> bool:
@@ -172,7 +179,7 @@ class DbDriver:
     capabilities = Capabilities(
         text_search=True,
         time_travel=True,
-        vectors=False,
+        vectors=True,
         relations=False,
         extraction=False,
         erase="hard",
@@ -287,53 +294,43 @@ class DbDriver:
     # -- helpers ------------------------------------------------------------------------
 
     def _terms(
-        self, connection: Connection, tenant: str, app: str, keys: Collection[tuple[str, int]]
-    ) -> dict[tuple[str, int], dict[str, int]]:
-        """The blind terms of the given (memory id, version) rows."""
-        found: dict[tuple[str, int], dict[str, int]] = {key: {} for key in keys}
-        if not found:
-            return found
+        self, connection: Connection, tenant: str, docs: Collection[int]
+    ) -> dict[int, dict[str, int]]:
+        """The blind terms of the given versions, by document id."""
+        found: dict[int, dict[str, int]] = {doc: {} for doc in docs}
         p = POSTINGS.c
-        ids = sorted({memory_id for memory_id, _ in found})
-        result = connection.execute(
-            select(p.memory_id, p.version, p.term, p.tf).where(
-                p.tenant == tenant, p.app == app, p.memory_id.in_(ids)
+        ordered = sorted(found)
+        for start in range(0, len(ordered), _CHUNK):
+            result = connection.execute(
+                select(p.doc, p.term, p.tf).where(
+                    p.tenant == tenant, p.doc.in_(ordered[start : start + _CHUNK])
+                )
             )
-        )
-        for memory_id, version, term, tf in result:
-            terms = found.get((memory_id, version))
-            if terms is not None:
-                terms[term] = tf
+            for doc, term, tf in result:
+                found[doc][term] = tf
         return found
 
     def _full_rows(
-        self, connection: Connection, tenant: str, app: str, found: Sequence[Row[Any]]
+        self, connection: Connection, tenant: str, found: Sequence[Row[Any]]
     ) -> list[StoredRow]:
-        terms = self._terms(connection, tenant, app, [(r.memory_id, r.version) for r in found])
-        return [_stored_row(r, terms[(r.memory_id, r.version)]) for r in found]
+        terms = self._terms(connection, tenant, [r.doc for r in found])
+        return [_stored_row(r, terms[r.doc]) for r in found]
 
     # -- the protocol -------------------------------------------------------------------
 
-    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
-        """Store a new memory, or version ``closes + 1`` closing version ``closes``, atomically.
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
+        """Store a new memory, or version ``closes + 1`` closing version ``closes``, atomically,
+        with its postings and, if given, its sealed embedding ``vector``.
 
         The close is ``UPDATE … WHERE version = closes AND valid_to IS NULL``: if it touches
         no row, another writer revised the memory first and nothing changes. A second writer
         of the same version also collides on the primary key.
         """
         v = VERSIONS.c
-        postings = [
-            {
-                "tenant": row.tenant,
-                "app": row.app,
-                "subject": row.subject,
-                "term": term,
-                "memory_id": row.memory_id,
-                "version": row.version,
-                "tf": tf,
-            }
-            for term, tf in row.terms.items()
-        ]
+        if vector is not None and not isinstance(vector, bytes | bytearray | memoryview):
+            raise TypeError("vector must be bytes (the sealed embedding) or None")
         with translated("storing a memory"):
             try:
                 with transaction(
@@ -356,9 +353,35 @@ class DbDriver:
                         )
                         if closed.rowcount != 1:
                             raise MemoryConflictError
-                    connection.execute(insert(VERSIONS), _row_values(row))
+                    doc = connection.execute(
+                        insert(VERSIONS).returning(v.doc), _row_values(row)
+                    ).scalar_one()
+                    postings = [
+                        {
+                            "tenant": row.tenant,
+                            "app": row.app,
+                            "subject": row.subject,
+                            "term": term,
+                            "doc": doc,
+                            "tf": tf,
+                            "length": row.length,
+                        }
+                        for term, tf in row.terms.items()
+                    ]
                     if postings:
                         connection.execute(insert(POSTINGS), postings)
+                    if vector is not None:
+                        connection.execute(
+                            insert(EMBEDDINGS),
+                            {
+                                "tenant": row.tenant,
+                                "app": row.app,
+                                "memory_id": row.memory_id,
+                                "version": row.version,
+                                "subject": row.subject,
+                                "sealed": bytes(vector),
+                            },
+                        )
             except IntegrityError as exc:
                 if not _is_unique_violation(exc):
                     raise
@@ -387,7 +410,7 @@ class DbDriver:
                 )
                 .order_by(v.version)
             ).all()
-            return self._full_rows(connection, tenant, app, found)
+            return self._full_rows(connection, tenant, found)
 
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag of the current version (no new version)."""
@@ -433,7 +456,7 @@ class DbDriver:
                 .order_by(v.created_at.desc(), v.memory_id.desc())
                 .limit(limit)
             ).all()
-            return self._full_rows(connection, where.tenant, where.app, found)
+            return self._full_rows(connection, where.tenant, found)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -454,50 +477,95 @@ class DbDriver:
             ranked = rank(connection, where, _scope(where, self.dialect), query, top_k)
             if not ranked:
                 return []
-            wanted = {key for key, _ in ranked}
             found = connection.execute(
                 select(VERSIONS).where(
-                    v.tenant == where.tenant,
-                    v.app == where.app,
-                    v.memory_id.in_(sorted({memory_id for memory_id, _ in wanted})),
+                    v.tenant == where.tenant, v.doc.in_(sorted(doc for doc, _ in ranked))
                 )
             ).all()
-            rows = {
-                (row.memory_id, row.version): row
-                for row in self._full_rows(
-                    connection,
-                    where.tenant,
-                    where.app,
-                    [r for r in found if (r.memory_id, r.version) in wanted],
+            rows = {row.doc: row for row in found}
+            full = dict(
+                zip(
+                    rows,
+                    self._full_rows(connection, where.tenant, list(rows.values())),
+                    strict=True,
                 )
-            }
-        return [(rows[key], score) for key, score in ranked]
+            )
+        return [(full[doc], score) for doc, score in ranked]
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> builtins.list[VectorEntry]:
+        """The sealed embedding of every row matching ``where`` that has one, sorted by
+        subject, memory id and version; ``sealed=None`` for the ``(memory_id, version)``
+        pairs in ``known``.
+
+        One snapshot, two steps: the keys of the matching rows that have an embedding (an
+        index-only scan of the filter's scope and a probe of the embeddings' primary key),
+        then the bytes of only the pairs the caller does not know, in chunks.
+        """
+        v, e = VERSIONS.c, EMBEDDINGS.c
+        with (
+            translated("reading embeddings"),
+            transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
+        ):
+            keys = connection.execute(
+                select(v.subject, v.memory_id, v.version).where(
+                    *_scope(where, self.dialect),
+                    exists().where(
+                        e.tenant == v.tenant,
+                        e.app == v.app,
+                        e.memory_id == v.memory_id,
+                        e.version == v.version,
+                    ),
+                )
+            ).all()
+            # Sorted here, in code-point order: a database collation may order text otherwise.
+            ordered = sorted((subject, memory_id, version) for subject, memory_id, version in keys)
+            missing = [(m, n) for _, m, n in ordered if (m, n) not in known]
+            sealed: dict[tuple[str, int], bytes] = {}
+            for start in range(0, len(missing), _CHUNK):
+                chunk = missing[start : start + _CHUNK]
+                for memory_id, version, blob in connection.execute(
+                    select(e.memory_id, e.version, e.sealed).where(
+                        e.tenant == where.tenant,
+                        e.app == where.app,
+                        tuple_(e.memory_id, e.version).in_(chunk),
+                    )
+                ):
+                    sealed[(memory_id, version)] = bytes(blob)
+        wanted = set(missing)
+        return [
+            VectorEntry(subject, memory_id, version, sealed[(memory_id, version)])
+            if (memory_id, version) in wanted
+            else VectorEntry(subject, memory_id, version, None)
+            for subject, memory_id, version in ordered
+        ]
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """DELETE every version and posting of the memory in one transaction, then commit."""
-        v, p = VERSIONS.c, POSTINGS.c
+        """DELETE every version, posting and embedding of the memory in one transaction, then
+        commit."""
+        v, p, e = VERSIONS.c, POSTINGS.c, EMBEDDINGS.c
         with (
             translated("erasing a memory"),
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
         ):
-            erased = (
-                connection.execute(
-                    select(v.version)
-                    .where(
-                        v.tenant == tenant,
-                        v.app == app,
-                        v.subject == subject,
-                        v.memory_id == memory_id,
-                    )
-                    .order_by(v.version)
-                    .with_for_update()
+            erased = connection.execute(
+                select(v.version, v.doc)
+                .where(
+                    v.tenant == tenant,
+                    v.app == app,
+                    v.subject == subject,
+                    v.memory_id == memory_id,
                 )
-                .scalars()
-                .all()
-            )
+                .order_by(v.version)
+                .with_for_update()
+            ).all()
+            docs = [doc for _, doc in erased]
+            if docs:
+                connection.execute(delete(POSTINGS).where(p.tenant == tenant, p.doc.in_(docs)))
             connection.execute(
-                delete(POSTINGS).where(
-                    p.tenant == tenant, p.app == app, p.subject == subject, p.memory_id == memory_id
+                delete(EMBEDDINGS).where(
+                    e.tenant == tenant, e.app == app, e.subject == subject, e.memory_id == memory_id
                 )
             )
             connection.execute(
@@ -505,7 +573,9 @@ class DbDriver:
                     v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
                 )
             )
-        return EraseResult(memory_id=memory_id, versions=tuple(erased), mode="hard")
+        return EraseResult(
+            memory_id=memory_id, versions=tuple(version for version, _ in erased), mode="hard"
+        )
 
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
@@ -602,7 +672,7 @@ class DbDriver:
                         "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
                         "security hides every row from anyone else."
                     )
-            for table in (SCHEMA, VERSIONS, POSTINGS, CONTROL):
+            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL):
                 order = list(table.primary_key.columns)
                 for index, found in enumerate(connection.execute(select(table).order_by(*order))):
                     dumped.append((f"{table.name}[{index}]", _serialise(found)))

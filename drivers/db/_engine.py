@@ -48,6 +48,7 @@ TENANT_SETTING = "mainsdk.tenant"
 
 _WRITE = "mainsdk_write"  # execution option read by the SQLite BEGIN hook
 _SQLITE_BUSY_SECONDS = 30.0
+_SQLITE_MINIMUM = (3, 35, 0)
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -133,6 +134,18 @@ def _create_sqlite_file(path: Path) -> None:
     os.close(fd)
 
 
+def _check_sqlite_version() -> None:
+    # RETURNING (the new version's document id) and AS MATERIALIZED (search) need 3.35.
+    import sqlite3
+
+    if sqlite3.sqlite_version_info < _SQLITE_MINIMUM:
+        raise ConfigurationError(
+            f"The db driver needs SQLite {'.'.join(map(str, _SQLITE_MINIMUM))} or newer; this "
+            f"Python's sqlite3 module uses SQLite {sqlite3.sqlite_version}. Use a newer Python "
+            "build, or PostgreSQL."
+        )
+
+
 def make_engine(target: Target, *, pool_size: int = 5) -> Engine:
     """An engine for ``target``, with the per-connection settings the driver relies on.
 
@@ -142,6 +155,7 @@ def make_engine(target: Target, *, pool_size: int = 5) -> Engine:
     try:
         if target.dialect == "sqlite":
             assert target.path is not None  # noqa: S101 - parse_url sets it for SQLite
+            _check_sqlite_version()
             _create_sqlite_file(target.path)
             engine = create_engine(
                 target.url,

@@ -1,27 +1,45 @@
 """The db driver's tables and their versioned, explicit migrations (``memory db upgrade URL``).
 
-Schema version 1::
+Schema version 2 (the current one)::
 
     memory_versions   one row per version of a memory                  (tenant data, RLS)
-        PK (tenant, app, memory_id, version)   the optimistic-concurrency key
+        UNIQUE (tenant, app, memory_id, version)   the optimistic-concurrency key (the
+                                                   primary key on PostgreSQL)
+        doc                                        a compact integer id of the version, never
+                                                   reused while the version exists (SQLite:
+                                                   the rowid; PostgreSQL: an identity column,
+                                                   unique per tenant)
         tenant app subject memory_id version kind labels trust agent session session_only
         pinned created_at recorded_at valid_from valid_to sealed length
+        memory_versions_cover  (tenant, app, subject, valid_to, created_at, memory_id) and
+                               every other column a Filter reads, plus length and doc: list
+                               order, the scope of a read and the BM25 corpus statistics
+                               without touching the table (index-only)
     memory_postings   one row per blind term of a version: BM25 in SQL (tenant data, RLS)
-        PK (tenant, app, subject, term, memory_id, version)
-        tf                                     the term's count in that version
+        PK (tenant, app, subject, term, doc)   a term's documents, in doc order
+        tf length                              the term's count in that version, and the
+                                               version's length (copied: versions never
+                                               change); both in the key's index (SQLite
+                                               WITHOUT ROWID, PostgreSQL INCLUDE)
+    memory_embeddings the sealed embedding of a version, opaque bytes  (tenant data, RLS)
+        PK (tenant, app, memory_id, version)   as memory_versions
+        subject sealed
     memory_control    small sealed control records: grants, kill switches (tenant data, RLS)
         PK (tenant, app, key)
         value                                  sealed by the SDK
     memory_schema     one row per applied schema version               (no tenant data)
 
+Version 1 had memory_postings keyed by (tenant, app, subject, term, memory_id, version), no
+``doc`` and no embeddings table; :func:`_migrate_v2` rewrites a version-1 store in place.
+
 On PostgreSQL the tables live in the schema ``mainsdk_memory``; on SQLite in the main
-database. Every primary key and index leads with ``tenant``, the distribution key for
+database. Every primary key and unique index leads with ``tenant``, the distribution key for
 partitioning or Citus (docs/scaling.md). Keys live in the key store, never here.
 
-A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables, and
-the driver reads through the same objects until a later version says otherwise. A sealed
-embeddings table (``memory_embeddings``, keyed like ``memory_versions``) is a later version's
-addition and needs no change to these tables.
+A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables and
+:func:`_migrate_v2` holds version 2's DDL as written; the driver reads and writes through
+:func:`tables_v2`. A brand-new database runs every migration in order, so it ends with the
+same tables as an upgraded one.
 """
 
 from __future__ import annotations
@@ -38,6 +56,7 @@ from sqlalchemy import (
     Connection,
     DateTime,
     Dialect,
+    FetchedValue,
     Index,
     Integer,
     LargeBinary,
@@ -58,6 +77,7 @@ from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTIN
 
 __all__ = [
     "CONTROL",
+    "EMBEDDINGS",
     "MIGRATIONS",
     "POSTINGS",
     "SCHEMA",
@@ -70,6 +90,7 @@ __all__ = [
     "check_version",
     "stored_version",
     "tables_v1",
+    "tables_v2",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -137,12 +158,18 @@ def tables_v1(metadata: MetaData) -> tuple[Table, Table, Table, Table]:
         Column("valid_to", UtcTimestamp, nullable=True),
         Column("sealed", LargeBinary, nullable=False),
         Column("length", Integer, nullable=False),  # index terms in the text: BM25 doc length
-        PrimaryKeyConstraint("tenant", "app", "memory_id", "version",
-                             name="memory_versions_pkey"),
+        PrimaryKeyConstraint("tenant", "app", "memory_id", "version", name="memory_versions_pkey"),
     )
     # A subject's rows, current first-class: list order and the BM25 corpus statistics.
-    Index("memory_versions_scope", versions.c.tenant, versions.c.app, versions.c.subject,
-          versions.c.valid_to, versions.c.created_at, versions.c.memory_id)
+    Index(
+        "memory_versions_scope",
+        versions.c.tenant,
+        versions.c.app,
+        versions.c.subject,
+        versions.c.valid_to,
+        versions.c.created_at,
+        versions.c.memory_id,
+    )
     postings = Table(
         "memory_postings",
         metadata,
@@ -153,8 +180,9 @@ def tables_v1(metadata: MetaData) -> tuple[Table, Table, Table, Table]:
         Column("memory_id", Text, nullable=False),
         Column("version", Integer, nullable=False),
         Column("tf", Integer, nullable=False),
-        PrimaryKeyConstraint("tenant", "app", "subject", "term", "memory_id", "version",
-                             name="memory_postings_pkey"),
+        PrimaryKeyConstraint(
+            "tenant", "app", "subject", "term", "memory_id", "version", name="memory_postings_pkey"
+        ),
     )
     # Erase and row loading find a version's postings by memory id (random, so selective).
     # It leads with memory_id, not tenant, so no planner mistakes it for a way to search a
@@ -179,10 +207,95 @@ def tables_v1(metadata: MetaData) -> tuple[Table, Table, Table, Table]:
     return versions, postings, control, schema
 
 
+def tables_v2(metadata: MetaData) -> tuple[Table, Table, Table, Table, Table]:
+    """Schema version 2's tables as the driver reads and writes them: versions, postings,
+    embeddings, control, schema. (Their DDL is :func:`_migrate_v2`'s, per dialect.)"""
+    versions = Table(
+        "memory_versions",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("memory_id", Text, nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("labels", Text, nullable=False),  # a JSON array of label names
+        Column("trust", Text, nullable=False),
+        Column("agent", Text, nullable=False),
+        Column("session", Text, nullable=True),
+        Column("session_only", Boolean, nullable=False),
+        Column("pinned", Boolean, nullable=False),
+        Column("created_at", UtcTimestamp, nullable=False),
+        Column("recorded_at", UtcTimestamp, nullable=False),
+        Column("valid_from", UtcTimestamp, nullable=False),
+        Column("valid_to", UtcTimestamp, nullable=True),
+        Column("sealed", LargeBinary, nullable=False),
+        Column("length", Integer, nullable=False),  # index terms in the text: BM25 doc length
+        # Assigned by the database at INSERT (SQLite rowid, PostgreSQL identity).
+        Column("doc", BigInteger, FetchedValue(), nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "memory_id", "version", name="memory_versions_pkey"),
+    )
+    postings = Table(
+        "memory_postings",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("term", Text, nullable=False),
+        Column("doc", BigInteger, nullable=False),
+        Column("tf", Integer, nullable=False),
+        # The version's document length, copied from memory_versions (a version never
+        # changes): ranking reads postings and the covering index, never the table.
+        Column("length", Integer, nullable=False),
+        PrimaryKeyConstraint(
+            "tenant", "app", "subject", "term", "doc", name="memory_postings_pkey"
+        ),
+    )
+    embeddings = Table(
+        "memory_embeddings",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("memory_id", Text, nullable=False),
+        Column("version", Integer, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("sealed", LargeBinary, nullable=False),  # opaque: sealed by the SDK
+        PrimaryKeyConstraint(
+            "tenant", "app", "memory_id", "version", name="memory_embeddings_pkey"
+        ),
+    )
+    _versions, _postings, control, schema = tables_v1(MetaData(schema=metadata.schema))
+    return (
+        versions,
+        postings,
+        embeddings,
+        control.to_metadata(metadata),
+        schema.to_metadata(metadata),
+    )
+
+
 METADATA = MetaData(schema=PG_SCHEMA)
-VERSIONS, POSTINGS, CONTROL, SCHEMA = tables_v1(METADATA)
+VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, SCHEMA = tables_v2(METADATA)
 #: Tables that hold tenant data: each has row-level security on PostgreSQL.
-TENANT_TABLES = (VERSIONS.name, POSTINGS.name, CONTROL.name)
+TENANT_TABLES = (VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name)
+
+_TENANT_TABLES_V1 = ("memory_versions", "memory_postings", "memory_control")
+
+
+def _secure_postgres_table(connection: Connection, table: str) -> None:
+    """Grants to the app role, row-level security enabled and forced, the tenant policy."""
+    name = f"{PG_SCHEMA}.{table}"
+    connection.execute(text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name} TO {APP_ROLE}"))
+    connection.execute(text(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY"))
+    connection.execute(text(f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY"))
+    # current_setting(..., true) is NULL or '' when no tenant is set: no row matches.
+    connection.execute(
+        text(
+            f"CREATE POLICY tenant_isolation ON {name} "
+            f"USING (tenant = current_setting('{TENANT_SETTING}', true)) "
+            f"WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))"
+        )
+    )
 
 
 def _postgres_v1(connection: Connection) -> None:
@@ -192,18 +305,21 @@ def _postgres_v1(connection: Connection) -> None:
         {"role": APP_ROLE},
     ).first()
     if role is None:
-        connection.execute(text(
-            f"CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE"
-        ))
+        connection.execute(
+            text(f"CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE")
+        )
     elif role.rolsuper or role.rolbypassrls:
         raise ConfigurationError(
             f"The role {APP_ROLE} exists with SUPERUSER or BYPASSRLS, so row-level security "
             f"would not hold. Run: ALTER ROLE {APP_ROLE} NOSUPERUSER NOBYPASSRLS; then retry."
         )
-    me = connection.execute(text(
-        "SELECT rolsuper, pg_has_role(current_user, :role, 'MEMBER') AS member "
-        "FROM pg_roles WHERE rolname = current_user"
-    ), {"role": APP_ROLE}).one()
+    me = connection.execute(
+        text(
+            "SELECT rolsuper, pg_has_role(current_user, :role, 'MEMBER') AS member "
+            "FROM pg_roles WHERE rolname = current_user"
+        ),
+        {"role": APP_ROLE},
+    ).one()
     if not me.rolsuper and not me.member:
         # The driver runs every transaction as the app role, so the URL's user must be
         # allowed to SET ROLE to it. Only the role's creator (or an admin) may grant that.
@@ -219,17 +335,8 @@ def _postgres_v1(connection: Connection) -> None:
             ) from exc
     connection.execute(text(f"GRANT USAGE ON SCHEMA {PG_SCHEMA} TO {APP_ROLE}"))
     connection.execute(text(f"GRANT SELECT ON {PG_SCHEMA}.memory_schema TO {APP_ROLE}"))
-    for table in TENANT_TABLES:
-        name = f"{PG_SCHEMA}.{table}"
-        connection.execute(text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {name} TO {APP_ROLE}"))
-        connection.execute(text(f"ALTER TABLE {name} ENABLE ROW LEVEL SECURITY"))
-        connection.execute(text(f"ALTER TABLE {name} FORCE ROW LEVEL SECURITY"))
-        # current_setting(..., true) is NULL or '' when no tenant is set: no row matches.
-        connection.execute(text(
-            f"CREATE POLICY tenant_isolation ON {name} "
-            f"USING (tenant = current_setting('{TENANT_SETTING}', true)) "
-            f"WITH CHECK (tenant = current_setting('{TENANT_SETTING}', true))"
-        ))
+    for table in _TENANT_TABLES_V1:
+        _secure_postgres_table(connection, table)
 
 
 def _migrate_v1(connection: Connection) -> None:
@@ -241,6 +348,117 @@ def _migrate_v1(connection: Connection) -> None:
     MetaData_v1.create_all(connection, checkfirst=False)
     if postgres:
         _postgres_v1(connection)
+
+
+# Version 2's DDL, frozen. Columns a Filter reads ride along in the covering index, so the
+# scope of a read (and N and the total length for BM25) never touches the wide table rows.
+_SQLITE_V2 = (
+    "DROP INDEX memory_versions_scope",
+    "ALTER TABLE memory_versions RENAME TO memory_versions_v1",
+    """CREATE TABLE memory_versions (
+        doc INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL, app TEXT NOT NULL, memory_id TEXT NOT NULL,
+        version INTEGER NOT NULL, subject TEXT NOT NULL, kind TEXT NOT NULL,
+        labels TEXT NOT NULL, trust TEXT NOT NULL, agent TEXT NOT NULL, session TEXT,
+        session_only BOOLEAN NOT NULL, pinned BOOLEAN NOT NULL, created_at BIGINT NOT NULL,
+        recorded_at BIGINT NOT NULL, valid_from BIGINT NOT NULL, valid_to BIGINT,
+        sealed BLOB NOT NULL, length INTEGER NOT NULL)""",
+    """INSERT INTO memory_versions (tenant, app, memory_id, version, subject, kind, labels,
+        trust, agent, session, session_only, pinned, created_at, recorded_at, valid_from,
+        valid_to, sealed, length)
+    SELECT tenant, app, memory_id, version, subject, kind, labels, trust, agent, session,
+        session_only, pinned, created_at, recorded_at, valid_from, valid_to, sealed, length
+    FROM memory_versions_v1 ORDER BY tenant, app, memory_id, version""",
+    "DROP TABLE memory_versions_v1",
+    """CREATE UNIQUE INDEX memory_versions_key
+    ON memory_versions (tenant, app, memory_id, version)""",
+    # Every index entry ends with the rowid, which is doc: the index covers doc too.
+    """CREATE INDEX memory_versions_cover ON memory_versions (tenant, app, subject, valid_to,
+        created_at, memory_id, version, length, session_only, session, trust, agent, kind,
+        pinned, labels, valid_from)""",
+    "DROP INDEX memory_postings_memory",
+    "ALTER TABLE memory_postings RENAME TO memory_postings_v1",
+    """CREATE TABLE memory_postings (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, term TEXT NOT NULL,
+        doc INTEGER NOT NULL, tf INTEGER NOT NULL, length INTEGER NOT NULL,
+        CONSTRAINT memory_postings_pkey PRIMARY KEY (tenant, app, subject, term, doc)
+    ) WITHOUT ROWID""",
+    """INSERT INTO memory_postings (tenant, app, subject, term, doc, tf, length)
+    SELECT p.tenant, p.app, p.subject, p.term, v.doc, p.tf, v.length
+    FROM memory_postings_v1 p JOIN memory_versions v
+      ON v.tenant = p.tenant AND v.app = p.app AND v.memory_id = p.memory_id
+     AND v.version = p.version""",
+    "DROP TABLE memory_postings_v1",
+    "CREATE INDEX memory_postings_doc ON memory_postings (doc)",
+    """CREATE TABLE memory_embeddings (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, memory_id TEXT NOT NULL,
+        version INTEGER NOT NULL, subject TEXT NOT NULL, sealed BLOB NOT NULL,
+        CONSTRAINT memory_embeddings_pkey PRIMARY KEY (tenant, app, memory_id, version))""",
+)
+
+_POSTGRES_V2_BEFORE_COPY = (
+    f"""ALTER TABLE {PG_SCHEMA}.memory_versions
+        ADD COLUMN doc bigint GENERATED ALWAYS AS IDENTITY""",
+    f"""CREATE UNIQUE INDEX memory_versions_doc ON {PG_SCHEMA}.memory_versions (tenant, doc)""",
+    f"DROP INDEX {PG_SCHEMA}.memory_versions_scope",
+    f"""CREATE INDEX memory_versions_cover ON {PG_SCHEMA}.memory_versions
+        (tenant, app, subject, valid_to, created_at, memory_id)
+        INCLUDE (version, length, session_only, session, trust, agent, kind, pinned, labels,
+                 valid_from, doc)""",
+    f"DROP INDEX {PG_SCHEMA}.memory_postings_memory",
+    f"ALTER TABLE {PG_SCHEMA}.memory_postings RENAME TO memory_postings_v1",
+    f"""ALTER TABLE {PG_SCHEMA}.memory_postings_v1
+        RENAME CONSTRAINT memory_postings_pkey TO memory_postings_v1_pkey""",
+    f"""CREATE TABLE {PG_SCHEMA}.memory_postings (
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, term text NOT NULL,
+        doc bigint NOT NULL, tf integer NOT NULL, length integer NOT NULL,
+        CONSTRAINT memory_postings_pkey PRIMARY KEY (tenant, app, subject, term, doc)
+            INCLUDE (tf, length))""",
+    # The copy reads tenant tables as the upgrading user, and a table owner is held by
+    # FORCEd row-level security like everyone else: lift it for this transaction only (DDL
+    # is transactional, and other sessions wait on the table locks until the commit).
+    f"ALTER TABLE {PG_SCHEMA}.memory_versions NO FORCE ROW LEVEL SECURITY",
+    f"ALTER TABLE {PG_SCHEMA}.memory_postings_v1 NO FORCE ROW LEVEL SECURITY",
+)
+_POSTGRES_V2_COPY = f"""INSERT INTO {PG_SCHEMA}.memory_postings (tenant, app, subject, term,
+        doc, tf, length)
+    SELECT p.tenant, p.app, p.subject, p.term, v.doc, p.tf, v.length
+    FROM {PG_SCHEMA}.memory_postings_v1 p JOIN {PG_SCHEMA}.memory_versions v
+      ON v.tenant = p.tenant AND v.app = p.app AND v.memory_id = p.memory_id
+     AND v.version = p.version"""  # noqa: S608 - a constant schema name
+_POSTGRES_V2_AFTER_COPY = (
+    f"ALTER TABLE {PG_SCHEMA}.memory_versions FORCE ROW LEVEL SECURITY",
+    f"DROP TABLE {PG_SCHEMA}.memory_postings_v1",
+    f"CREATE INDEX memory_postings_doc ON {PG_SCHEMA}.memory_postings (doc)",
+    f"""CREATE TABLE {PG_SCHEMA}.memory_embeddings (
+        tenant text NOT NULL, app text NOT NULL, memory_id text NOT NULL,
+        version integer NOT NULL, subject text NOT NULL, sealed bytea NOT NULL,
+        CONSTRAINT memory_embeddings_pkey PRIMARY KEY (tenant, app, memory_id, version))""",
+    # Sealed bytes do not compress: keep them out of line without trying.
+    f"ALTER TABLE {PG_SCHEMA}.memory_embeddings ALTER COLUMN sealed SET STORAGE EXTERNAL",
+)
+
+
+def _migrate_v2(connection: Connection) -> None:
+    if connection.dialect.name != "postgresql":
+        for statement in _SQLITE_V2:
+            connection.execute(text(statement))
+        return
+    for statement in _POSTGRES_V2_BEFORE_COPY:
+        connection.execute(text(statement))
+    before = connection.execute(
+        text(f"SELECT count(*) FROM {PG_SCHEMA}.memory_postings_v1")  # noqa: S608 - constant
+    ).scalar_one()
+    copied = connection.execute(text(_POSTGRES_V2_COPY)).rowcount
+    if copied != before:  # a posting without its version: v1 never wrote one
+        raise ConfigurationError(
+            f"Upgrading to schema version 2 found {before} postings but could copy only "
+            f"{copied} (postings without their version). Nothing was changed."
+        )
+    for statement in _POSTGRES_V2_AFTER_COPY:
+        connection.execute(text(statement))
+    for table in ("memory_postings", "memory_embeddings"):
+        _secure_postgres_table(connection, table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +477,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "PostgreSQL: app role, grants, row-level security",
         _migrate_v1,
     ),
+    Migration(
+        2,
+        "integer document ids, postings keyed by them, a covering index for a read's scope; "
+        "sealed embeddings (memory_embeddings, with row-level security on PostgreSQL)",
+        _migrate_v2,
+    ),
 )
 #: The schema version this code reads and writes.
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -274,15 +498,18 @@ def stored_version(connection: Connection) -> int | None:
         if not found:
             return 0
     else:
-        names = set(connection.execute(
-            text("SELECT name FROM sqlite_master WHERE type = 'table'")
-        ).scalars())
+        names = set(
+            connection.execute(
+                text("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ).scalars()
+        )
         if not names:
             return None
         if SCHEMA.name not in names:
             return 0
-    return int(connection.execute(select(func.coalesce(func.max(SCHEMA.c.version), 0)))
-               .scalar_one())
+    return int(
+        connection.execute(select(func.coalesce(func.max(SCHEMA.c.version), 0))).scalar_one()
+    )
 
 
 def check_version(found: int | None, safe_url: str) -> None:
@@ -315,7 +542,9 @@ def apply_migrations(connection: Connection, found: int, *, now: datetime) -> in
         if migration.version <= found:
             continue
         migration.apply(connection)
-        connection.execute(insert(SCHEMA).values(
-            version=migration.version, description=migration.description, applied_at=now
-        ))
+        connection.execute(
+            insert(SCHEMA).values(
+                version=migration.version, description=migration.description, applied_at=now
+            )
+        )
     return SCHEMA_VERSION

@@ -2,11 +2,14 @@
 
 A search runs in one read transaction (one snapshot):
 
-1. One statement computes N and the summed document length of the rows the filter selects,
-   a per-document aggregate of the postings of the query's blind terms (materialised, as it
-   is read twice), each query term group's document frequency among those rows, and every
-   matching document's BM25 raw score; it returns the best ``k + 16`` with their counts and
-   the statistics.
+1. One statement reads the filter's scope once, from the covering index of
+   ``memory_versions`` (document ids and lengths; materialised, as it is read twice): N and
+   the summed length come from it, and it is the set the postings of the query's blind terms
+   are kept to. The postings carry each version's length, so the per-document counts of each
+   query term group (materialised, also read twice) need no other table; then each group's
+   document frequency, the idf and average length once (materialised), and every matching
+   document's BM25 raw score. The best ``k + 16`` documents are joined to their versions for
+   the tie keys and returned with their counts and the statistics.
 2. The candidates are re-scored in Python with the reference's own arithmetic (the same
    floating-point operations in the same order), and sorted with its tie order (trust,
    ``recorded_at``, memory id). If a document left out by the ``LIMIT`` could still tie
@@ -14,15 +17,17 @@ A search runs in one read transaction (one snapshot):
    the database's float arithmetic may stray), every document scoring that high is fetched
    and re-scored too, so the result is exact, never approximately right.
 
-Only identifiers, term counts, lengths and tie keys cross the wire; the caller loads the
-final ``k`` rows whole. Queries with more than 64 distinct term groups, or a group that
-repeats a token, take the plain path: per-token counts of every matching document, ranked
-in Python (still nothing but counts leaves the database).
+Only document ids, term counts, lengths and tie keys cross the wire; the caller loads the
+final ``k`` rows whole. A token repeated in a group counts once per repetition, as in the
+reference. Queries with more than 64 distinct term groups take the plain path: per-token
+counts of every matching document, ranked in Python (still nothing but counts leaves the
+database).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +37,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
+    Select,
     and_,
     case,
     cast,
@@ -49,14 +55,15 @@ __all__ = ["rank"]
 _MAX_SQL_GROUPS = 64
 _MARGIN = 16
 _EPSILON = 1e-9
+_CHUNK = 500  # ids per IN list when the plain path reads tie keys
 
-Key = tuple[str, int]
-"""A version: (memory id, version)."""
+Doc = int
+"""A version's document id (``memory_versions.doc``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Candidate:
-    key: Key
+    doc: Doc
     score: float
     raw: float
     order: tuple[int, float, str]
@@ -74,7 +81,8 @@ def _raw(counts: Sequence[int], idf: Sequence[float], norm: float) -> float:
 
 
 def _candidate(
-    key: Key,
+    doc: Doc,
+    memory_id: str,
     counts: Sequence[int],
     length: int,
     trust: str,
@@ -85,10 +93,10 @@ def _candidate(
 ) -> _Candidate:
     raw = _raw(counts, idf, _norm(length, avgdl))
     return _Candidate(
-        key=key,
+        doc=doc,
         score=min(1.0, raw / ceiling),
         raw=raw,
-        order=(TRUST_RANK.get(trust, 0), recorded_at.timestamp(), key[0]),
+        order=(TRUST_RANK.get(trust, 0), recorded_at.timestamp(), memory_id),
     )
 
 
@@ -101,29 +109,37 @@ def _idf(n_docs: int, df: Sequence[int]) -> list[float]:
     return [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
 
 
-def _join_scope(where: Filter, tokens: list[str], scope: list[ColumnElement[bool]]) -> Any:
-    """Postings of ``tokens`` in the rows the filter selects, joined to their versions."""
-    v, p = VERSIONS.c, POSTINGS.c
+def _real(value: float) -> ColumnElement[Any]:
+    return literal(value, Float)
+
+
+def _postings_in_scope(where: Filter, tokens: list[str], scope_docs: Any) -> Select[Any]:
+    """Postings of ``tokens`` of the filter's subjects whose version is in ``scope_docs``."""
+    p = POSTINGS.c
     return (
         select()
         .select_from(POSTINGS)
-        .join(
-            VERSIONS,
-            and_(
-                v.tenant == p.tenant,
-                v.app == p.app,
-                v.memory_id == p.memory_id,
-                v.version == p.version,
-            ),
-        )
         .where(
             p.tenant == where.tenant,
             p.app == where.app,
             p.subject.in_(where.subjects),
             p.term.in_(tokens),
-            *scope,
+            p.doc.in_(scope_docs),
         )
     )
+
+
+def _group_count(group: Counter[str]) -> ColumnElement[Any]:
+    """A posting's count towards ``group``: its tf times the token's repetitions there."""
+    p = POSTINGS.c
+    by_repeat: dict[int, list[str]] = {}
+    for token, repeat in sorted(group.items()):
+        by_repeat.setdefault(repeat, []).append(token)
+    whens = [
+        (p.term.in_(tokens), p.tf if repeat == 1 else p.tf * repeat)
+        for repeat, tokens in sorted(by_repeat.items())
+    ]
+    return func.sum(case(*whens, else_=0))
 
 
 def rank(
@@ -132,43 +148,38 @@ def rank(
     scope: list[ColumnElement[bool]],
     query: Sequence[Collection[str]],
     top_k: int,
-) -> list[tuple[Key, float]]:
-    """The top ``k`` versions for ``query`` among the rows ``scope`` selects, with scores."""
-    groups = [list(group) for group in query]
+) -> list[tuple[Doc, float]]:
+    """The top ``k`` documents for ``query`` among the rows ``scope`` selects, with scores."""
+    groups = [Counter(group) for group in query]
     tokens = sorted({token for group in groups for token in group})
     if not tokens:
         return []
-    distinct = list(dict.fromkeys(frozenset(group) for group in groups))
-    if len(distinct) > _MAX_SQL_GROUPS or any(len(set(g)) != len(g) for g in groups):
+    distinct = list(dict.fromkeys(tuple(sorted(group.items())) for group in groups))
+    if len(distinct) > _MAX_SQL_GROUPS:
         return _rank_in_python(connection, where, scope, groups, tokens, top_k)
     slot = {group: index for index, group in enumerate(distinct)}
-    slots = [slot[frozenset(group)] for group in groups]
+    slots = [slot[tuple(sorted(group.items()))] for group in groups]
     multiplicity = [slots.count(index) for index in range(len(distinct))]
 
     v, p = VERSIONS.c, POSTINGS.c
-    # One statement: corpus statistics, per-document counts of each distinct group (used
-    # twice, so materialised), document frequencies, and the raw score.
-    stats = (
-        select(func.count().label("n"), func.coalesce(func.sum(v.length), 0).label("total"))
-        .where(*scope)
-        .cte("stats")
-    )
+    # The filter's scope, once: an index-only scan of memory_versions_cover.
+    scoped = select(v.doc, v.length).where(*scope).cte("scoped").prefix_with("MATERIALIZED")
+    stats = select(
+        func.count().label("n"), func.coalesce(func.sum(scoped.c.length), 0).label("total")
+    ).cte("stats")
     docs = (
-        _join_scope(where, tokens, scope)
+        _postings_in_scope(where, tokens, select(scoped.c.doc))
         .with_only_columns(
-            p.memory_id,
-            p.version,
-            v.length,
-            v.trust,
-            v.recorded_at,
+            p.doc,
+            p.length,
             *(
-                func.sum(case((p.term.in_(sorted(group)), p.tf), else_=0)).label(f"tf{i}")
+                _group_count(Counter(dict(group))).label(f"tf{i}")
                 for i, group in enumerate(distinct)
             ),
-            maintain_column_froms=True,
         )
-        .group_by(p.memory_id, p.version, v.length, v.trust, v.recorded_at)
+        .group_by(p.doc, p.length)
         .cte("docs")
+        .prefix_with("MATERIALIZED")
     )
     tf = [docs.c[f"tf{i}"] for i in range(len(distinct))]
     dfs = select(
@@ -177,33 +188,58 @@ def rank(
             for i, column in enumerate(tf)
         )
     ).cte("dfs")
-
-    def real(value: float) -> ColumnElement[Any]:
-        return literal(value, Float)
-
     n = cast(stats.c.n, Float)
-    avgdl = case((stats.c.total == 0, real(1.0)), else_=cast(stats.c.total, Float) / n)
-    norm = real(BM25_K1) * (real(1.0 - BM25_B) + real(BM25_B) * docs.c.length / avgdl)
+    # The idf of each group and the average length, computed once, not once per document.
+    weights = (
+        select(
+            stats.c.n,
+            stats.c.total,
+            *dfs.c,
+            case((stats.c.total == 0, _real(1.0)), else_=cast(stats.c.total, Float) / n).label(
+                "avgdl"
+            ),
+            *(
+                func.ln(
+                    _real(1.0) + (n - dfs.c[f"df{i}"] + _real(0.5)) / (dfs.c[f"df{i}"] + _real(0.5))
+                ).label(f"idf{i}")
+                for i in range(len(distinct))
+            ),
+        )
+        .select_from(stats.join(dfs, true()))
+        .cte("weights")
+        .prefix_with("MATERIALIZED")
+    )
+    w = weights.c
+    norm = _real(BM25_K1) * (_real(1.0 - BM25_B) + _real(BM25_B) * docs.c.length / w.avgdl)
     total: ColumnElement[Any] | None = None
     for index, column in enumerate(tf):
-        df = dfs.c[f"df{index}"]
-        idf = func.ln(real(1.0) + (n - df + real(0.5)) / (df + real(0.5)))
         term = case(
             (
                 column > 0,
-                real(multiplicity[index]) * idf * (column * real(BM25_K1 + 1.0)) / (column + norm),
+                _real(multiplicity[index])
+                * w[f"idf{index}"]
+                * (column * _real(BM25_K1 + 1.0))
+                / (column + norm),
             ),
-            else_=real(0.0),
+            else_=_real(0.0),
         )
         total = term if total is None else total + term
     assert total is not None  # noqa: S101 - there is at least one group
     ranked = (
-        select(docs, stats.c.n, stats.c.total, *dfs.c, total.label("raw"))
-        .select_from(docs.join(stats, true()).join(dfs, true()))
+        select(docs, w.n, w.total, *(w[f"df{i}"] for i in range(len(distinct))), total.label("raw"))
+        .select_from(docs.join(weights, true()))
         .subquery("ranked")
     )
+
+    def with_tie_keys(chosen: Any) -> Select[Any]:
+        # The tie keys of the few chosen documents, from their versions (by tenant and doc).
+        return select(chosen, v.memory_id, v.trust, v.recorded_at).select_from(
+            chosen.join(VERSIONS, and_(v.tenant == where.tenant, v.doc == chosen.c.doc))
+        )
+
     limit = top_k + _MARGIN
-    rows = connection.execute(select(ranked).order_by(ranked.c.raw.desc()).limit(limit)).all()
+    top = select(ranked).order_by(ranked.c.raw.desc()).limit(limit).subquery("top")
+    rows = connection.execute(with_tie_keys(top)).all()
     if not rows:
         return []
     # Python redoes the arithmetic from the counts, exactly as bm25_rank does.
@@ -223,7 +259,8 @@ def rank(
             if any(counts):  # as in bm25_rank, a document with no query term is left out
                 found.append(
                     _candidate(
-                        (row.memory_id, row.version),
+                        row.doc,
+                        row.memory_id,
                         counts,
                         row.length,
                         row.trust,
@@ -238,23 +275,25 @@ def rank(
     best = _best(candidates(rows), top_k)
     if len(rows) == limit and len(best) == top_k:
         kth = best[-1]
-        left_out = min(1.0, float(rows[-1].raw) * (1.0 + _EPSILON) / ceiling)
+        lowest = min(float(row.raw) for row in rows)
+        left_out = min(1.0, lowest * (1.0 + _EPSILON) / ceiling)
         if left_out >= kth.score:
             # A left-out document could tie or beat the k-th: fetch all that could.
             threshold = min(kth.raw, ceiling) * (1.0 - _EPSILON)
-            rows = connection.execute(select(ranked).where(ranked.c.raw >= real(threshold))).all()
+            block = select(ranked).where(ranked.c.raw >= _real(threshold)).subquery("block")
+            rows = connection.execute(with_tie_keys(block)).all()
             best = _best(candidates(rows), top_k)
-    return [(c.key, c.score) for c in best]
+    return [(c.doc, c.score) for c in best]
 
 
 def _rank_in_python(
     connection: Connection,
     where: Filter,
     scope: list[ColumnElement[bool]],
-    groups: list[list[str]],
+    groups: list[Counter[str]],
     tokens: list[str],
     top_k: int,
-) -> list[tuple[Key, float]]:
+) -> list[tuple[Doc, float]]:
     """The plain path: per-token counts of every matching document, ranked in Python."""
     v, p = VERSIONS.c, POSTINGS.c
     n_docs, total_length = connection.execute(
@@ -265,33 +304,52 @@ def _rank_in_python(
         return []
     avgdl = total_length / n_docs or 1.0
     result = connection.execute(
-        _join_scope(where, tokens, scope).with_only_columns(
-            p.memory_id,
-            p.version,
-            p.term,
-            p.tf,
-            v.length,
-            v.trust,
-            v.recorded_at,
-            maintain_column_froms=True,
+        _postings_in_scope(where, tokens, select(v.doc).where(*scope)).with_only_columns(
+            p.doc, p.term, p.tf, p.length
         )
     )
-    docs: dict[Key, tuple[int, str, datetime, dict[str, int]]] = {}
-    for memory_id, version, term, tf, length, trust, recorded_at in result:
-        doc = docs.setdefault((memory_id, version), (length, trust, recorded_at, {}))
-        doc[3][term] = tf
+    docs: dict[Doc, tuple[int, dict[str, int]]] = {}
+    for doc, term, tf, length in result:
+        docs.setdefault(doc, (length, {}))[1][term] = tf
     counted = {
-        key: [sum(terms.get(token, 0) for token in group) for group in groups]
-        for key, (_length, _trust, _recorded, terms) in docs.items()
+        doc: [sum(terms.get(token, 0) * repeat for token, repeat in g.items()) for g in groups]
+        for doc, (_length, terms) in docs.items()
     }
     df = [sum(1 for counts in counted.values() if counts[i]) for i in range(len(groups))]
     idf = _idf(n_docs, df)
     ceiling = sum(idf) * (BM25_K1 + 1.0)
     if ceiling <= 0.0:
         return []
-    found = [
-        _candidate(key, counted[key], length, trust, recorded_at, idf, avgdl, ceiling)
-        for key, (length, trust, recorded_at, _terms) in docs.items()
-        if any(counted[key])
-    ]
-    return [(c.key, c.score) for c in _best(found, top_k)]
+    raw = {
+        doc: _raw(counts, idf, _norm(docs[doc][0], avgdl))
+        for doc, counts in counted.items()
+        if any(counts)
+    }
+    if not raw:
+        return []
+    # Only documents scoring at least the k-th best can be in the result: read their tie keys.
+    scores = {doc: min(1.0, value / ceiling) for doc, value in raw.items()}
+    cut = sorted(scores.values(), reverse=True)[: max(top_k, 1)][-1]
+    contenders = sorted(doc for doc, score in scores.items() if score >= cut)
+    found: list[_Candidate] = []
+    for start in range(0, len(contenders), _CHUNK):
+        chunk = contenders[start : start + _CHUNK]
+        for doc, memory_id, trust, recorded_at in connection.execute(
+            select(v.doc, v.memory_id, v.trust, v.recorded_at).where(
+                v.tenant == where.tenant, v.doc.in_(chunk)
+            )
+        ):
+            found.append(
+                _candidate(
+                    doc,
+                    memory_id,
+                    counted[doc],
+                    docs[doc][0],
+                    trust,
+                    recorded_at,
+                    idf,
+                    avgdl,
+                    ceiling,
+                )
+            )
+    return [(c.doc, c.score) for c in _best(found, top_k)]
