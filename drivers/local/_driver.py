@@ -5,30 +5,48 @@ Layout under the store folder::
     mainsdk-memory-store.json            marks the folder as a store (format version)
     <tenant>/<app>/<subject>/            one folder per tenant, app and subject; a person's
                                          subject is a keyed pseudonym, never the person id
-        .lock                            flock(2) taken by every writer of this subject
-        .changes                         append-only log of changed memory ids (no content);
-                                         an erase starts a fresh one, so no erased id stays
+        .lock                            flock(2): writers take it exclusive, readers shared
+        .changes                         append-only log of changed memory ids (no content)
         <memory id>.json                 every version of one memory: sealed blob, blind terms
+                                         and, if given, the version's sealed embedding
 
-Every write replaces one small memory file atomically (temp file, fsync, rename, fsync of the
-folder), then appends the memory id to ``.changes``. A reader keeps the rows it has loaded and,
-on each read, looks at ``.changes`` (one ``stat``) and reloads only the memories named since;
-so a write never rewrites the store, and a store of 10,000 memories per person stays cheap.
+Every write, holding the lock, appends the memory id to ``.changes`` and then replaces one
+small memory file atomically (temp file, fsync, rename, fsync of the folder). A reader keeps
+the rows it has loaded and, on each read, holding the lock shared, reads what was appended to
+``.changes`` since and reloads only the memories named there; so a write never rewrites the
+store, and a store of 10,000 memories per person stays cheap. Each cached subject also keeps
+an inverted index (blind token → rows and counts) and its rows' filter columns as arrays, so
+a search filters with a few vector operations and scores only the rows holding a query token.
+
+The change log is one stream of lines. When a writer starts a new log file (an erase, or
+when the log has grown large) the file opens with a header line
+``#mainsdk-memory-changes <stream> <base>``: the stream it continues and the stream position
+of its first byte. An erase copies the log with every line naming the erased memory blanked
+out (same length, so positions hold), since a hard erase leaves no trace of the id; a large
+log keeps only its tail. A reader that sees a new file of its stream goes on from its
+position and drops the memories whose files are gone (one listing of file names); only a
+reader left behind the kept tail, or a new one, reads every memory file.
 """
 
 from __future__ import annotations
 
 import base64
+import builtins
 import fcntl
+import heapq
 import json
+import math
 import os
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from mainsdk_memory._errors import (
     ConfigurationError,
@@ -37,10 +55,15 @@ from mainsdk_memory._errors import (
 )
 from mainsdk_memory._files import make_private_dir, remove_durably, write_private
 from mainsdk_memory.drivers._protocol import (
+    BM25_B,
+    BM25_K1,
+    QUARANTINED_TRUST,
+    TRUST_RANK,
     Capabilities,
     EraseResult,
     Filter,
     StoredRow,
+    VectorEntry,
     bm25_rank,
 )
 
@@ -48,11 +71,21 @@ __all__ = ["LocalDriver"]
 
 STORE_MARKER = "mainsdk-memory-store.json"
 FORMAT = "mainsdk-memory-local/1"
-_COMPACT_LOG_AT = 1 << 20  # bytes of .changes before a writer starts a fresh log
+_COMPACT_LOG_AT = 1 << 20  # bytes of .changes before a writer starts a new log file
+_LOG_TAIL = 1 << 16  # bytes of the old log a new log file keeps, for readers a little behind
+_LOG_HEADER = b"#mainsdk-memory-changes "
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_FOREVER = np.iinfo(np.int64).max
+_SCORE_SLACK = 1e-9  # far above the rounding error of a score; see _Index.search
+
+Mask = npt.NDArray[np.bool_]
+Ints = npt.NDArray[np.int64]
 
 
-def _row_to_json(row: StoredRow) -> dict[str, Any]:
-    return {
+def _row_to_json(row: StoredRow, vector: bytes | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
         "tenant": row.tenant,
         "app": row.app,
         "subject": row.subject,
@@ -73,9 +106,16 @@ def _row_to_json(row: StoredRow) -> dict[str, Any]:
         "terms": dict(row.terms),
         "length": row.length,
     }
+    if vector is not None:
+        data["vector"] = base64.b64encode(vector).decode("ascii")
+    return data
 
 
 def _row_from_json(data: dict[str, Any]) -> StoredRow:
+    terms = data["terms"]
+    if not all(type(count) is int for count in terms.values()):
+        terms = {str(k): int(v) for k, v in terms.items()}
+    valid_to = data["valid_to"]
     return StoredRow(
         tenant=data["tenant"],
         app=data["app"],
@@ -92,21 +132,335 @@ def _row_from_json(data: dict[str, Any]) -> StoredRow:
         created_at=datetime.fromisoformat(data["created_at"]),
         recorded_at=datetime.fromisoformat(data["recorded_at"]),
         valid_from=datetime.fromisoformat(data["valid_from"]),
-        valid_to=None if data["valid_to"] is None else datetime.fromisoformat(data["valid_to"]),
+        valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
         sealed=base64.b64decode(data["sealed"]),
-        terms={str(k): int(v) for k, v in data["terms"].items()},
+        terms=terms,
         length=int(data["length"]),
     )
 
 
+def _vector_from_json(data: dict[str, Any]) -> bytes | None:
+    vector = data.get("vector")
+    return None if vector is None else base64.b64decode(vector)
+
+
+def _micros(moment: datetime) -> int | None:
+    """Microseconds since the epoch of an aware datetime; ``None`` for a naive one."""
+    if moment.utcoffset() is None:
+        return None
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _order_key(row: StoredRow) -> tuple[int, float, str]:
+    # bm25_rank's tie order (drivers/_protocol.py), needed here for the rows it keeps.
+    return (TRUST_RANK.get(row.trust, 0), row.recorded_at.timestamp(), row.memory_id)
+
+
+def _redacted(body: bytes, memory_id: str) -> bytes:
+    """``body`` with every line naming ``memory_id`` (or a torn piece of it) blanked out.
+
+    A blank line keeps its length, so positions in the log stream stay valid.
+    """
+    needle = memory_id.encode("ascii")
+    lines = body.split(b"\n")
+    for i, line in enumerate(lines):
+        if line and (needle in line or needle.startswith(line)):
+            lines[i] = b"-" * len(line)
+    return b"\n".join(lines)
+
+
+class _Memory(NamedTuple):
+    """One memory file as loaded: its versions, their embeddings, and the file's identity."""
+
+    rows: tuple[StoredRow, ...]
+    vectors: tuple[bytes | None, ...]
+    inode: int
+
+
+class _Log(NamedTuple):
+    """A change log file as a reader sees it."""
+
+    inode: int
+    size: int
+    stream: str
+    base: int
+    """Stream position of the first byte after the header."""
+    header: int
+    """Length of the header line (0: a log written before headers, or never restarted)."""
+
+
+def _parse_log(inode: int, size: int, head: bytes) -> _Log:
+    if head.startswith(_LOG_HEADER):
+        end = head.find(b"\n")
+        fields = head[len(_LOG_HEADER) : end].split() if end >= 0 else []
+        if len(fields) == 2 and fields[1].isdigit():
+            return _Log(inode, size, fields[0].decode("ascii", "replace"), int(fields[1]), end + 1)
+    # No header: the log's own stream, named after its inode, as a writer restarting it does.
+    return _Log(inode, size, f"i{inode}", 0, 0)
+
+
+class _Index:
+    """The rows of one subject as columns, for filters and BM25 over many rows at once.
+
+    Each stored version has a slot; a reloaded memory gets new slots and its old ones are
+    cleared (and the columns rebuilt once half of them are dead). Strings are interned to
+    integer codes; datetimes are microseconds since the epoch (aware datetimes only: with a
+    naive one present, the driver filters row by row with :meth:`Filter.matches`).
+    """
+
+    _INTS = ("tenant", "app", "subject", "kind", "trust", "agent", "session")
+    _TIMES = ("created", "valid_from", "valid_to")
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.size = 0
+        self.live = 0
+        self.naive: set[int] = set()  # slots of rows with a naive datetime
+        self.rows: list[StoredRow | None] = []
+        self.vectors: list[bytes | None] = []
+        self.slots: dict[str, list[int]] = {}
+        self.codes: dict[str, int] = {}
+        self.postings: dict[str, dict[int, int]] = {}
+        self.packed: dict[str, tuple[npt.NDArray[np.intp], Ints]] = {}
+        self.labels: dict[str, Mask] = {}
+        self.capacity = capacity
+        self.alive: Mask = np.zeros(capacity, np.bool_)
+        self.open: Mask = np.zeros(capacity, np.bool_)
+        self.pinned: Mask = np.zeros(capacity, np.bool_)
+        self.session_only: Mask = np.zeros(capacity, np.bool_)
+        self.length: Ints = np.zeros(capacity, np.int64)
+        self.columns: dict[str, npt.NDArray[np.int32]] = {
+            name: np.zeros(capacity, np.int32) for name in self._INTS
+        }
+        self.times: dict[str, Ints] = {name: np.zeros(capacity, np.int64) for name in self._TIMES}
+
+    # -- upkeep ---------------------------------------------------------------------------
+
+    def _code(self, value: str | None) -> int:
+        if value is None:
+            return -1
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.codes)
+        return code
+
+    def _grow(self, needed: int) -> None:
+        if needed <= self.capacity:
+            return
+        capacity = max(needed, 2 * self.capacity)
+
+        def grown(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            bigger = np.zeros(capacity, array.dtype)
+            bigger[: self.size] = array[: self.size]
+            return bigger
+
+        self.alive, self.open = grown(self.alive), grown(self.open)
+        self.pinned, self.session_only = grown(self.pinned), grown(self.session_only)
+        self.length = grown(self.length)
+        self.columns = {name: grown(array) for name, array in self.columns.items()}
+        self.times = {name: grown(array) for name, array in self.times.items()}
+        self.labels = {name: grown(array) for name, array in self.labels.items()}
+        self.capacity = capacity
+
+    def add(self, memories: Iterable[tuple[str, _Memory]]) -> None:
+        """Give every version of these memories a slot (they must not be indexed yet)."""
+        batch = [
+            (memory_id, row, vector)
+            for memory_id, memory in memories
+            for row, vector in zip(memory.rows, memory.vectors, strict=True)
+        ]
+        if not batch:
+            return
+        start = self.size
+        end = start + len(batch)
+        self._grow(end)
+        code = self._code
+        postings = self.postings
+        ints: list[list[int]] = [[] for _ in self._INTS]
+        tenants, apps, subjects, kinds, trusts, agents, sessions = ints
+        created, valid_from, valid_to = [], [], []
+        labelled: dict[str, list[int]] = {}
+        for slot, (memory_id, row, vector) in enumerate(batch, start):
+            self.rows.append(row)
+            self.vectors.append(vector)
+            self.slots.setdefault(memory_id, []).append(slot)
+            tenants.append(code(row.tenant))
+            apps.append(code(row.app))
+            subjects.append(code(row.subject))
+            kinds.append(code(row.kind))
+            trusts.append(code(row.trust))
+            agents.append(code(row.agent))
+            sessions.append(code(row.session))
+            times = (
+                _micros(row.created_at),
+                _micros(row.valid_from),
+                _FOREVER if row.valid_to is None else _micros(row.valid_to),
+                _micros(row.recorded_at),
+            )
+            if None in times:
+                self.naive.add(slot)
+                times = (0, 0, 0, 0)
+            created.append(times[0])
+            valid_from.append(times[1])
+            valid_to.append(times[2])
+            for label in row.labels:
+                labelled.setdefault(label, []).append(slot)
+            for token, count in row.terms.items():
+                posting = postings.get(token)
+                if posting is None:
+                    postings[token] = {slot: count}
+                else:
+                    posting[slot] = count
+        if len(batch) > 64:
+            self.packed.clear()
+        else:
+            for _memory_id, row, _vector in batch:
+                for token in row.terms:
+                    self.packed.pop(token, None)
+        for name, values in zip(self._INTS, ints, strict=True):
+            self.columns[name][start:end] = values
+        self.times["created"][start:end] = created
+        self.times["valid_from"][start:end] = valid_from
+        self.times["valid_to"][start:end] = valid_to
+        for label, slots in labelled.items():
+            column = self.labels.get(label)
+            if column is None:
+                column = self.labels[label] = np.zeros(self.capacity, np.bool_)
+            column[slots] = True
+        rows = [row for _memory_id, row, _vector in batch]
+        self.alive[start:end] = True
+        self.open[start:end] = [row.valid_to is None for row in rows]
+        self.pinned[start:end] = [row.pinned for row in rows]
+        self.session_only[start:end] = [row.session_only for row in rows]
+        self.length[start:end] = [row.length for row in rows]
+        self.size = end
+        self.live += len(batch)
+
+    def remove(self, memory_id: str) -> None:
+        """Clear the slots of ``memory_id``: its rows, embeddings and postings."""
+        for slot in self.slots.pop(memory_id, ()):
+            row = self.rows[slot]
+            if row is None:
+                continue
+            for token in row.terms:
+                posting = self.postings.get(token)
+                if posting is not None:
+                    posting.pop(slot, None)
+                    if not posting:
+                        del self.postings[token]
+                self.packed.pop(token, None)
+            for label in row.labels:
+                self.labels[label][slot] = False
+            self.naive.discard(slot)
+            self.rows[slot] = None
+            self.vectors[slot] = None
+            self.alive[slot] = False
+            self.live -= 1
+
+    def worn(self) -> bool:
+        """Whether more slots are dead than alive (time to rebuild the columns)."""
+        return self.size - self.live > max(1024, self.live)
+
+    def posting(self, token: str) -> tuple[npt.NDArray[np.intp], Ints] | None:
+        packed = self.packed.get(token)
+        if packed is None:
+            posting = self.postings.get(token)
+            if posting is None:
+                return None
+            packed = self.packed[token] = (
+                np.fromiter(posting.keys(), np.intp, len(posting)),
+                np.fromiter(posting.values(), np.int64, len(posting)),
+            )
+        return packed
+
+    # -- reading --------------------------------------------------------------------------
+
+    def mask(self, where: Filter) -> Mask | None:
+        """Which slots ``where`` matches, exactly as :meth:`Filter.matches`; ``None`` when a
+        naive datetime (in a row or in the filter) needs the row-by-row check."""
+        if self.naive:
+            return None
+        n = self.size
+        codes = self.codes
+        columns = self.columns
+
+        def equal(name: str, value: str) -> Mask:
+            code = codes.get(value)
+            if code is None:
+                return np.zeros(n, np.bool_)
+            return columns[name][:n] == code
+
+        def among(name: str, values: Iterable[str]) -> Mask:
+            found = [codes[value] for value in values if value in codes]
+            if not found:
+                return np.zeros(n, np.bool_)
+            if len(found) == 1:
+                return columns[name][:n] == found[0]
+            return np.isin(columns[name][:n], found)
+
+        mask = self.alive[:n] & equal("tenant", where.tenant) & equal("app", where.app)
+        mask &= among("subject", where.subjects)
+        if not where.any_session:
+            confined = self.session_only[:n] | equal("trust", QUARANTINED_TRUST)
+            if where.session is None:
+                mask &= ~confined
+            else:
+                mask &= ~confined | equal("session", where.session)
+        if where.written_by is not None:
+            mask &= equal("agent", where.written_by)
+        for label, cutoff in where.retention:
+            column = self.labels.get(label)
+            if column is None:
+                continue
+            before = _micros(cutoff)
+            if before is None:
+                return None
+            mask &= ~(column[:n] & (self.times["created"][:n] < before))
+        if where.kinds is not None:
+            mask &= among("kind", [kind for kind in codes if kind in where.kinds])
+        if where.pinned is not None:
+            mask &= self.pinned[:n] if where.pinned else ~self.pinned[:n]
+        if where.as_of is None:
+            mask &= self.open[:n]
+        else:
+            at = _micros(where.as_of)
+            if at is None:
+                return None
+            mask &= (self.times["valid_from"][:n] <= at) & (at < self.times["valid_to"][:n])
+        return mask
+
+
 @dataclass
 class _SubjectCache:
-    """Rows of one subject folder as last loaded, and how far the change log was read."""
+    """Rows of one subject folder as last loaded, their index, and where the log was read."""
 
-    memories: dict[str, list[StoredRow]] = field(default_factory=dict)
-    log_inode: int = -1
-    log_offset: int = 0
-    dir_mtime: int = -1
+    memories: dict[str, _Memory]
+    index: _Index
+    log: _Log | None
+    offset: int
+    """How far into the log file (bytes, header included) complete lines were read."""
+    dir_mtime: int
+
+    @property
+    def read(self) -> tuple[int, int]:
+        """The log file and offset read up to (what a refresh that read nothing leaves)."""
+        return (-1 if self.log is None else self.log.inode, self.offset)
+
+    @property
+    def position(self) -> int:
+        """The stream position read up to."""
+        return 0 if self.log is None else self.log.base + self.offset - self.log.header
+
+    def put(self, memory_id: str, memory: _Memory | None) -> None:
+        """Replace (or, with ``None``, drop) one memory and its slots."""
+        if memory_id in self.memories:
+            del self.memories[memory_id]
+            self.index.remove(memory_id)
+        if memory is not None:
+            self.memories[memory_id] = memory
+            self.index.add([(memory_id, memory)])
+        if self.index.worn():
+            self.index = _Index(max(1024, 2 * self.index.live))
+            self.index.add(self.memories.items())
 
 
 class LocalDriver:
@@ -116,7 +470,7 @@ class LocalDriver:
     capabilities = Capabilities(
         text_search=True,
         time_travel=True,
-        vectors=False,
+        vectors=True,
         relations=False,
         extraction=False,
         erase="hard",
@@ -195,182 +549,408 @@ class LocalDriver:
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _read_file(self, folder: Path, memory_id: str) -> list[StoredRow]:
+    @contextmanager
+    def _reading(self, folder: Path) -> Iterator[None]:
+        # Shared: no writer is between its log line and its rename while a reader looks.
+        path = str(folder)
         try:
-            data = json.loads((folder / f"{memory_id}.json").read_bytes())
+            fd = os.open(path + "/.lock", os.O_RDWR | os.O_CREAT, 0o600)
         except FileNotFoundError:
-            return []
-        except (OSError, ValueError) as exc:
+            fd = -1  # no folder: nothing stored yet
+        except OSError:
+            try:  # a read-only store: nobody can be writing it
+                fd = os.open(path + "/.lock", os.O_RDONLY)
+            except OSError:
+                fd = -1
+        try:
+            if fd >= 0:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            yield
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    def _load(self, folder: str, memory_id: str) -> _Memory | None:
+        """Read one memory file; ``None`` if there is none."""
+        try:
+            fd = os.open(f"{folder}/{memory_id}.json", os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
             raise StoreError(
                 f"A memory file in the local store cannot be read ({memory_id})."
             ) from exc
-        return [_row_from_json(item) for item in data["versions"]]
+        try:
+            stat = os.fstat(fd)
+            chunks = []
+            left = stat.st_size
+            while left > 0:
+                chunk = os.read(fd, left)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                left -= len(chunk)
+            data = json.loads(b"".join(chunks))
+            versions = data["versions"]
+            rows = tuple(_row_from_json(item) for item in versions)
+            vectors = tuple(_vector_from_json(item) for item in versions)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"A memory file in the local store cannot be read ({memory_id})."
+            ) from exc
+        finally:
+            os.close(fd)
+        return _Memory(rows, vectors, stat.st_ino) if rows else None
 
-    def _write_file(self, folder: Path, memory_id: str, rows: Sequence[StoredRow]) -> None:
-        payload = json.dumps({"versions": [_row_to_json(row) for row in rows]}).encode()
+    def _write_file(
+        self,
+        folder: Path,
+        memory_id: str,
+        rows: Sequence[StoredRow],
+        vectors: Sequence[bytes | None],
+    ) -> None:
+        payload = json.dumps(
+            {"versions": [_row_to_json(r, v) for r, v in zip(rows, vectors, strict=True)]}
+        ).encode()
         try:
             write_private(folder / f"{memory_id}.json", payload)
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
 
     def _log_change(self, folder: Path, memory_id: str) -> None:
+        """Append ``memory_id`` to the log (holding the write lock, before the file changes)."""
         log = folder / ".changes"
         try:
-            if log.exists() and log.stat().st_size > _COMPACT_LOG_AT:
-                # A fresh log has a new inode: readers notice and rescan the folder once.
-                write_private(log, b"")
-            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.write(fd, memory_id.encode("ascii") + b"\n")
+                size = log.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size > _COMPACT_LOG_AT:
+                self._restart_log(folder, erased=None, compact=True)
+            fd = os.open(log, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                end = os.fstat(fd).st_size
+                # A writer that died mid-line left a torn line: end it, so this one is whole.
+                torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
+                os.write(fd, (b"\n" if torn else b"") + memory_id.encode("ascii") + b"\n")
                 os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
 
+    def _restart_log(self, folder: Path, *, erased: str | None, compact: bool = False) -> None:
+        """Replace the log with a new file of the same stream (holding the write lock).
+
+        With ``erased``, every line naming that memory is blanked; with ``compact``, or when
+        the log is over the size limit, only its last lines are kept.
+        """
+        path = folder / ".changes"
+        try:
+            with open(path, "rb") as old:
+                stat = os.fstat(old.fileno())
+                content = old.read()
+        except FileNotFoundError:
+            return  # no log yet: nothing names the memory
+        log = _parse_log(stat.st_ino, stat.st_size, content[:200])
+        body = content[log.header :]
+        base = log.base
+        if compact or len(content) > _COMPACT_LOG_AT:
+            cut = body.find(b"\n", len(body) - min(_LOG_TAIL, _COMPACT_LOG_AT // 4)) + 1
+            body, base = body[cut:], base + cut
+        if erased is not None:
+            body = _redacted(body, erased)
+        header = _LOG_HEADER + f"{log.stream} {base}\n".encode("ascii")
+        write_private(path, header + body)
+
     # -- reading ------------------------------------------------------------------------
 
-    def _rows(self, tenant: str, app: str, subject: str) -> dict[str, list[StoredRow]]:
-        """The subject's memories (id → versions), refreshed from the change log."""
+    def _cache(self, tenant: str, app: str, subject: str) -> _SubjectCache | None:
+        """The subject's cache, brought up to date with the folder (holding ``_lock``)."""
         folder = self._subject_dir(tenant, app, subject)
-        with self._lock:
-            cache = self._caches.setdefault(folder, _SubjectCache())
+        with self._reading(folder):
             try:
-                dir_stat = folder.stat()
-            except FileNotFoundError:
-                cache.memories.clear()
-                cache.dir_mtime = cache.log_inode = -1
-                cache.log_offset = 0
-                return {}
-            try:
-                log_stat = (folder / ".changes").stat()
-                log_inode, log_size = log_stat.st_ino, log_stat.st_size
-            except FileNotFoundError:
-                log_inode, log_size = -1, 0
-            if log_inode != cache.log_inode or log_size < cache.log_offset:
-                self._rescan(folder, cache, dir_stat.st_mtime_ns, log_inode, log_size)
-            elif log_size > cache.log_offset:
-                self._replay(folder, cache, log_size)
-                cache.dir_mtime = dir_stat.st_mtime_ns
-            elif dir_stat.st_mtime_ns != cache.dir_mtime:
-                # The folder changed but the log did not: a writer died between its rename and
-                # its log line. Rescan so the stored memory is seen.
-                self._rescan(folder, cache, dir_stat.st_mtime_ns, log_inode, log_size)
-            return dict(cache.memories)  # a snapshot: other threads may refresh meanwhile
+                return self._refresh(folder, self._caches.get(folder))
+            except OSError as exc:
+                raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
 
-    def _rescan(
-        self, folder: Path, cache: _SubjectCache, dir_mtime: int, log_inode: int, log_size: int
-    ) -> None:
-        memories: dict[str, list[StoredRow]] = {}
+    def _refresh(self, folder: Path, cache: _SubjectCache | None) -> _SubjectCache | None:
+        path = str(folder)
         try:
-            entries = [entry.name for entry in os.scandir(folder)]
-        except OSError as exc:
-            raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
-        for name in entries:
-            if name.endswith(".json") and not name.startswith("."):
-                memory_id = name[: -len(".json")]
-                rows = self._read_file(folder, memory_id)
-                if rows:
-                    memories[memory_id] = rows
-        cache.memories = memories
-        cache.log_inode, cache.log_offset, cache.dir_mtime = log_inode, log_size, dir_mtime
+            dir_mtime = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            self._caches.pop(folder, None)
+            return None
+        try:
+            fd = os.open(path + "/.changes", os.O_RDONLY)
+        except FileNotFoundError:
+            fd = -1
+        try:
+            log = None
+            if fd >= 0:
+                stat = os.fstat(fd)
+                if cache is not None and cache.log and cache.log.inode == stat.st_ino:
+                    log = cache.log._replace(size=stat.st_size)
+                else:
+                    log = _parse_log(stat.st_ino, stat.st_size, os.pread(fd, 200, 0))
+            read = None if cache is None else cache.read
+            if cache is None or not self._follow(path, fd, cache, log):
+                cache = self._rescan(path, fd, log, dir_mtime)
+                self._caches[folder] = cache
+            elif dir_mtime != cache.dir_mtime:
+                if read == cache.read:
+                    # Under the shared lock every finished write is in the log, so a change
+                    # it does not explain is a writer that died mid-write: compare the file
+                    # names and identities (every write is a new file, a new inode).
+                    self._reconcile(path, cache, check_inodes=True)
+                cache.dir_mtime = dir_mtime
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return cache
 
-    def _replay(self, folder: Path, cache: _SubjectCache, log_size: int) -> None:
-        try:
-            with open(folder / ".changes", "rb") as log:
-                log.seek(cache.log_offset)
-                chunk = log.read(log_size - cache.log_offset)
-        except OSError as exc:
-            raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
+    def _follow(self, path: str, fd: int, cache: _SubjectCache, log: _Log | None) -> bool:
+        """Bring ``cache`` up to date from the log; ``False`` if it cannot (rescan instead)."""
+        if log is None:
+            return cache.log is None
+        if cache.log is not None and cache.log.inode == log.inode:
+            if log.size < cache.offset:
+                return False
+            self._replay(path, fd, cache, log.size)
+            cache.log = log
+            return True
+        # A new log file: of our stream (an erase, or the log was restarted), or a first log.
+        position = cache.position
+        same = log.stream == cache.log.stream if cache.log is not None else log.base == 0
+        if not same or not log.base <= position <= log.base + log.size - log.header:
+            return False
+        cache.log = log
+        cache.offset = log.header + position - log.base
+        self._replay(path, fd, cache, log.size)
+        self._reconcile(path, cache, check_inodes=False)  # an erase is not in the log
+        return True
+
+    def _replay(self, path: str, fd: int, cache: _SubjectCache, size: int) -> None:
+        if size <= cache.offset:
+            return
+        chunk = os.pread(fd, size - cache.offset, cache.offset)
         complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits
-        for line in set(complete.split(b"\n")):
-            if not line:
-                continue
+        for line in dict.fromkeys(complete.split(b"\n")):
             memory_id = line.decode("ascii", "replace")
-            rows = self._read_file(folder, memory_id)
-            if rows:
-                cache.memories[memory_id] = rows
-            else:
-                cache.memories.pop(memory_id, None)
-        cache.log_offset += len(complete)
+            # Skip blanked lines, torn bits and anything that is not a plain file name.
+            if (
+                memory_id[:1].isalnum()
+                and memory_id.isascii()
+                and memory_id.isprintable()
+                and ("/" not in memory_id)
+            ):
+                cache.put(memory_id, self._load(path, memory_id))
+        cache.offset += len(complete)
 
-    def _candidates(self, where: Filter) -> list[StoredRow]:
-        found: list[StoredRow] = []
-        for subject in where.subjects:
-            for versions in self._rows(where.tenant, where.app, subject).values():
-                for row in versions:
-                    if where.matches(row):
-                        found.append(row)
+    def _names(self, path: str) -> set[str]:
+        return {
+            name[: -len(".json")]
+            for name in os.listdir(path)
+            if name.endswith(".json") and not name.startswith(".")
+        }
+
+    def _reconcile(self, path: str, cache: _SubjectCache, *, check_inodes: bool) -> None:
+        """Match the cache with the folder's file names (and, if asked, file inodes)."""
+        names = self._names(path)
+        held = cache.memories.keys()
+        for memory_id in held - names:
+            cache.put(memory_id, None)
+        changed = names - held
+        if check_inodes:
+            for memory_id in held & names:
+                try:
+                    inode = os.stat(f"{path}/{memory_id}.json").st_ino
+                except FileNotFoundError:
+                    inode = -1
+                if inode != cache.memories[memory_id].inode:
+                    changed.add(memory_id)
+        for memory_id in sorted(changed):
+            cache.put(memory_id, self._load(path, memory_id))
+
+    def _rescan(self, path: str, fd: int, log: _Log | None, dir_mtime: int) -> _SubjectCache:
+        """Read every memory file of the folder into a new cache."""
+        offset = 0
+        if log is not None:
+            # Read up to the last complete line; the rest waits to be replayed.
+            tail = os.pread(fd, min(log.size, 4096), max(0, log.size - 4096))
+            offset = log.size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else 0
+            offset = max(offset, log.header)
+        memories: dict[str, _Memory] = {}
+        for memory_id in sorted(self._names(path)):
+            memory = self._load(path, memory_id)
+            if memory is not None:
+                memories[memory_id] = memory
+        index = _Index(max(1024, 2 * sum(len(m.rows) for m in memories.values())))
+        index.add(memories.items())
+        return _SubjectCache(memories, index, log, offset, dir_mtime)
+
+    def _caches_for(self, where: Filter) -> list[_SubjectCache]:
+        """The up-to-date caches of the filter's subjects (holding ``_lock``)."""
+        found = []
+        for subject in dict.fromkeys(where.subjects):
+            cache = self._cache(where.tenant, where.app, subject)
+            if cache is not None:
+                found.append(cache)
         return found
+
+    @staticmethod
+    def _matching(caches: Sequence[_SubjectCache], where: Filter) -> list[StoredRow]:
+        """The rows ``where`` matches, checked one by one (the reference path)."""
+        return [
+            row
+            for cache in caches
+            for memory in cache.memories.values()
+            for row in memory.rows
+            if where.matches(row)
+        ]
 
     # -- the protocol -------------------------------------------------------------------
 
-    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
-        """Store a new memory, or a new version closing version ``closes`` (atomic)."""
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
+        """Store a new memory, or a new version closing version ``closes`` (atomic), with its
+        sealed embedding if given."""
         folder = self._subject_dir(row.tenant, row.app, row.subject)
         with self._writing(folder):
-            rows = self._read_file(folder, row.memory_id)
+            stored = self._load(str(folder), row.memory_id)
             if closes is None:
-                if rows:
+                if stored is not None:
                     raise MemoryConflictError(
                         "A memory with this id already exists; nothing was changed."
                     )
-                rows = [row]
+                rows: list[StoredRow] = [row]
+                vectors: list[bytes | None] = [None if vector is None else bytes(vector)]
             else:
-                current = rows[-1] if rows else None
+                current = stored.rows[-1] if stored is not None else None
                 if (
-                    current is None
+                    stored is None
+                    or current is None
                     or current.version != closes
                     or current.valid_to is not None
                     or row.version != closes + 1
                 ):
                     raise MemoryConflictError
-                rows = [*rows[:-1], replace(current, valid_to=row.valid_from), row]
-            self._write_file(folder, row.memory_id, rows)
+                rows = [*stored.rows[:-1], replace(current, valid_to=row.valid_from), row]
+                vectors = [*stored.vectors, None if vector is None else bytes(vector)]
             self._log_change(folder, row.memory_id)
+            self._write_file(folder, row.memory_id, rows, vectors)
 
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
     ) -> list[StoredRow]:
         """Every version of ``memory_id`` within ``subjects``, oldest first."""
-        for subject in subjects:
-            rows = self._rows(tenant, app, subject).get(memory_id)
-            if rows:
-                return list(rows)
+        with self._lock:
+            for subject in subjects:
+                cache = self._cache(tenant, app, subject)
+                memory = None if cache is None else cache.memories.get(memory_id)
+                if memory is not None:
+                    return list(memory.rows)
         return []
 
-    def set_pinned(
-        self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool
-    ) -> None:
+    def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag of the current version."""
         folder = self._subject_dir(tenant, app, subject)
         with self._writing(folder):
-            rows = self._read_file(folder, memory_id)
-            if not rows:
+            stored = self._load(str(folder), memory_id)
+            if stored is None:
                 raise MemoryConflictError
-            rows[-1] = replace(rows[-1], pinned=pinned)
-            self._write_file(folder, memory_id, rows)
+            rows = [*stored.rows[:-1], replace(stored.rows[-1], pinned=pinned)]
             self._log_change(folder, memory_id)
+            self._write_file(folder, memory_id, rows, stored.vectors)
 
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
-    ) -> list[StoredRow]:
+    ) -> builtins.list[StoredRow]:
         """Matching rows, newest ``created_at`` first, after the given position."""
-        rows = self._candidates(where)
-        rows.sort(key=lambda r: (r.created_at, r.memory_id), reverse=True)
+        after_at = None if after is None else _micros(after[0])
+        rows: builtins.list[StoredRow] = []
+        with self._lock:
+            for cache in self._caches_for(where):
+                index = cache.index
+                mask = index.mask(where)
+                if mask is None or (after is not None and after_at is None):
+                    rows.extend(self._matching([cache], where))
+                    continue
+                created = index.times["created"][: index.size]
+                if after is None or after_at is None:
+                    slots = np.flatnonzero(mask)
+                else:
+                    # (created_at, memory_id) < after: the memory id decides only at equal times.
+                    slots = np.flatnonzero(mask & (created < after_at))
+                    equal = [
+                        s
+                        for s in np.flatnonzero(mask & (created == after_at)).tolist()
+                        if (row := index.rows[s]) is not None and row.memory_id < after[1]
+                    ]
+                    slots = np.concatenate([slots, np.array(equal, np.intp)])
+                if 0 < limit < slots.size:
+                    # The newest ``limit`` by time, and every row as new as the last of them.
+                    times = created[slots]
+                    newest = np.partition(times, times.size - limit)[times.size - limit]
+                    slots = slots[times >= newest]
+                rows.extend(r for r in (index.rows[s] for s in slots.tolist()) if r is not None)
         if after is not None:
             rows = [r for r in rows if (r.created_at, r.memory_id) < after]
+        rows.sort(key=lambda r: (r.created_at, r.memory_id), reverse=True)
         return rows[:limit]
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
-    ) -> list[tuple[StoredRow, float]]:
-        """BM25 over the blind terms of the matching rows (:func:`bm25_rank`)."""
-        return bm25_rank(self._candidates(where), query, top_k)
+    ) -> builtins.list[tuple[StoredRow, float]]:
+        """BM25 over the blind terms of the matching rows, equal to :func:`bm25_rank`.
+
+        The corpus statistics (N and the mean length of the rows ``where`` matches) come from
+        the cached columns, the term counts from the postings of the query's tokens; only
+        rows holding a query token are scored, and only those near the top exactly.
+        """
+        if not query or top_k <= 0:
+            return []
+        with self._lock:
+            caches = self._caches_for(where)
+            masks = [cache.index.mask(where) for cache in caches]
+            parts = [(c.index, m) for c, m in zip(caches, masks, strict=True) if m is not None]
+            if len(parts) < len(caches):
+                return bm25_rank(self._matching(caches, where), query, top_k)
+            return _rank(parts, query, top_k)
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> builtins.list[VectorEntry]:
+        """The sealed embeddings of the matching rows that have one, sorted by subject, memory
+        id and version; ``None`` in place of those the caller says it knows."""
+        entries = []
+        with self._lock:
+            for cache in self._caches_for(where):
+                index = cache.index
+                mask = index.mask(where)
+                if mask is None:
+                    pairs = [
+                        (row, vector)
+                        for memory in cache.memories.values()
+                        for row, vector in zip(memory.rows, memory.vectors, strict=True)
+                        if where.matches(row)
+                    ]
+                else:
+                    pairs = [
+                        (index.rows[s], index.vectors[s]) for s in np.flatnonzero(mask).tolist()
+                    ]
+                for row, vector in pairs:
+                    if row is None or vector is None:
+                        continue
+                    sealed = None if (row.memory_id, row.version) in known else vector
+                    entries.append(VectorEntry(row.subject, row.memory_id, row.version, sealed))
+        entries.sort(key=lambda e: (e.subject, e.memory_id, e.version))
+        return entries
 
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
-    ) -> list[tuple[str, str]]:
+    ) -> builtins.list[tuple[str, str]]:
         """Memories past a label's cutoff, in every subject folder of tenant and app."""
         base = self.root / tenant / app
         try:
@@ -378,12 +958,18 @@ class LocalDriver:
         except FileNotFoundError:
             return []
         found = set()
-        for subject in subjects:
-            for memory_id, versions in self._rows(tenant, app, subject).items():
-                row = versions[-1]
-                if any(label in row.labels and row.created_at < cutoff
-                       for label, cutoff in retention):
-                    found.add((subject, memory_id))
+        with self._lock:
+            for subject in subjects:
+                cache = self._cache(tenant, app, subject)
+                if cache is None:
+                    continue
+                for memory_id, memory in cache.memories.items():
+                    row = memory.rows[-1]
+                    if any(
+                        label in row.labels and row.created_at < cutoff
+                        for label, cutoff in retention
+                    ):
+                        found.add((subject, memory_id))
         return sorted(found)
 
     def _control_dir(self, tenant: str, app: str) -> Path:
@@ -419,10 +1005,10 @@ class LocalDriver:
         except OSError as exc:
             raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
 
-    def control_list(self, tenant: str, app: str, prefix: str) -> list[tuple[str, bytes]]:
+    def control_list(self, tenant: str, app: str, prefix: str) -> builtins.list[tuple[str, bytes]]:
         """Every control record under ``prefix``, sorted by key."""
         folder = self._control_dir(tenant, app)
-        found: list[tuple[str, bytes]] = []
+        found: builtins.list[tuple[str, bytes]] = []
         for current, _dirs, names in os.walk(folder):
             head = "".join(Path(current).relative_to(folder).parts)  # a long key's folders
             for name in names:
@@ -446,17 +1032,95 @@ class LocalDriver:
                     continue  # removed meanwhile
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """Delete the memory's file (every version and its terms) and record the change."""
+        """Delete the memory's file (every version, its terms and embeddings), and blank its
+        id out of the change log."""
         folder = self._subject_dir(tenant, app, subject)
         with self._writing(folder):
-            rows = self._read_file(folder, memory_id)
+            stored = self._load(str(folder), memory_id)
             try:
                 remove_durably(folder / f"{memory_id}.json")
-                # A hard erase leaves no trace, so the id is not logged: a fresh, empty change
-                # log (a new inode) makes every reader rescan the folder instead.
-                write_private(folder / ".changes", b"")
+                # A hard erase leaves no trace, so the id is not logged: the log is copied
+                # with the id's lines blanked, and readers notice the file is gone.
+                self._restart_log(folder, erased=memory_id)
             except OSError as exc:
                 raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
-        return EraseResult(
-            memory_id=memory_id, versions=tuple(r.version for r in rows), mode="hard"
-        )
+        with self._lock:  # and this process keeps no copy of it either
+            cache = self._caches.get(folder)
+            if cache is not None:
+                cache.put(memory_id, None)
+        versions = () if stored is None else tuple(r.version for r in stored.rows)
+        return EraseResult(memory_id=memory_id, versions=versions, mode="hard")
+
+
+def _rank(
+    parts: Sequence[tuple[_Index, Mask]], query: Sequence[Collection[str]], top_k: int
+) -> list[tuple[StoredRow, float]]:
+    """:func:`bm25_rank` over the masked slots of these indexes, from the postings.
+
+    Counts, N, the length total and idf are exact integers and the same float expressions
+    as the reference. Scores are first computed for every row holding a query token with
+    array arithmetic (equal to the reference's but for the rounding of its final ``sum``,
+    which Python 3.12 compensates), then recomputed exactly, as the reference does, for the
+    rows within a hair of the top ``top_k``; those are ordered with the reference's key.
+    """
+    n_docs = sum(int(np.count_nonzero(mask)) for _, mask in parts)
+    if not n_docs:
+        return []
+    total = sum(int(index.length[: index.size][mask].sum()) for index, mask in parts)
+    avgdl = total / n_docs or 1.0
+    counts: list[list[Ints]] = []  # per part, per query term: count in each slot
+    for index, mask in parts:
+        per_term = []
+        for group in query:
+            tf = np.zeros(index.size, np.int64)
+            for token in group:
+                posting = index.posting(token)
+                if posting is not None:
+                    tf[posting[0]] += posting[1]
+            tf[~mask] = 0
+            per_term.append(tf)
+        counts.append(per_term)
+    df = [sum(int(np.count_nonzero(part[i])) for part in counts) for i in range(len(query))]
+    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
+    ceiling = sum(idf) * (BM25_K1 + 1.0)
+    if ceiling <= 0.0:
+        return []
+    found = []  # per part: the slots holding a query term, their counts, approximate scores
+    for (index, _mask), per_term in zip(parts, counts, strict=True):
+        held = np.zeros(index.size, np.bool_)
+        for tf in per_term:
+            held |= tf != 0
+        slots = np.flatnonzero(held)
+        if not slots.size:
+            continue
+        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * index.length[slots].astype(np.float64) / avgdl)
+        raw = np.zeros(slots.size)
+        picked = []
+        for weight, tf in zip(idf, per_term, strict=True):
+            count = tf[slots]
+            picked.append(count)
+            raw += np.where(count != 0, weight * (count * (BM25_K1 + 1.0)) / (count + norm), 0.0)
+        found.append((index, slots, np.stack(picked, axis=1), np.minimum(1.0, raw / ceiling)))
+    if not found:
+        return []
+    approx = np.concatenate([scores for *_, scores in found])
+    floor = -math.inf
+    if approx.size > top_k:
+        floor = float(np.partition(approx, approx.size - top_k)[approx.size - top_k])
+        floor -= _SCORE_SLACK
+    scored: list[tuple[float, tuple[int, float, str], int]] = []
+    rows: list[StoredRow] = []
+    for index, slots, table, scores in found:
+        for i in np.flatnonzero(scores >= floor).tolist():
+            row = index.rows[int(slots[i])]
+            assert row is not None  # noqa: S101 - a masked slot is a live one
+            norm_ = BM25_K1 * (1.0 - BM25_B + BM25_B * row.length / avgdl)
+            raw_ = sum(
+                w * (tf * (BM25_K1 + 1.0)) / (tf + norm_)
+                for w, tf in zip(idf, table[i].tolist(), strict=True)
+                if tf
+            )
+            scored.append((min(1.0, raw_ / ceiling), _order_key(row), len(rows)))
+            rows.append(row)
+    best = heapq.nlargest(top_k, scored)
+    return [(rows[position], score) for score, _key, position in best]
