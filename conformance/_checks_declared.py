@@ -1,4 +1,5 @@
-"""Checks of capabilities the protocol has no methods for yet, and of declared regions."""
+"""Checks of capabilities the protocol has no methods for yet (relations, extraction), and of
+declared regions. Vectors have protocol methods and their own checks (``_checks_vectors``)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,6 @@ def _unverifiable(name: str) -> CheckFailed:
         f"{name} is declared, but the driver protocol has no {name} methods yet, so nothing "
         f"the driver does can back the claim; declare {name}=False until the protocol has them"
     )
-
-
-@check("vectors")
-def check_vectors_declared(ctx: CheckContext) -> str | None:
-    """Declaring vectors needs protocol methods that do not exist yet, so it fails."""
-    raise _unverifiable("vectors")
 
 
 @check("relations")

@@ -9,7 +9,7 @@ from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver, StoredR
 
 from ._compare import expect_rows, expect_same_row, label
 from ._model import CheckFailed
-from ._registry import READ_ALL, CheckContext, check
+from ._registry import READ_ALL, CheckContext, check, missing_members
 from ._rows import Scope
 
 __all__: list[str] = []
@@ -22,15 +22,11 @@ __all__: list[str] = []
 def check_driver_shape(ctx: CheckContext) -> str | None:
     """The driver has every protocol method, a name, and a Capabilities with valid values."""
     driver = ctx.driver
-    if not isinstance(driver, Driver):
-        missing = [
-            name
-            for name in ("put", "versions", "set_pinned", "list", "search", "erase", "raw_dump")
-            if not callable(getattr(driver, name, None))
-        ]
+    missing = missing_members(driver)
+    if missing or not isinstance(driver, Driver):
         raise CheckFailed(
             f"the factory returned a {type(driver).__name__}, which is not a Driver "
-            f"(missing: {', '.join(missing) or 'name, capabilities or close'})"
+            f"(missing: {', '.join(missing) or 'a protocol member'})"
         )
     if not isinstance(driver.name, str) or not driver.name:
         raise CheckFailed("the driver's name is not a non-empty string")

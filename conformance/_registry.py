@@ -17,6 +17,7 @@ from ._rows import Scope, SyntheticRows
 
 __all__ = [
     "CAPABILITIES",
+    "PROTOCOL_MEMBERS",
     "REQUIREMENTS",
     "Capability",
     "Check",
@@ -24,6 +25,7 @@ __all__ = [
     "DriverFactory",
     "all_checks",
     "check",
+    "missing_members",
 ]
 
 #: Makes a driver on a fresh, empty store kept in the given folder; called again with the
@@ -31,6 +33,25 @@ __all__ = [
 DriverFactory = Callable[[Path], Driver]
 
 READ_ALL = 100_000  # a list() limit larger than any store the suite writes
+
+#: The attributes and methods of the Driver protocol, in the order it defines them.
+PROTOCOL_MEMBERS: tuple[str, ...] = (
+    *Driver.__annotations__,
+    *(name for name, value in vars(Driver).items() if callable(value) and name[0] != "_"),
+)
+
+
+def missing_members(driver: object) -> tuple[str, ...]:
+    """The :class:`Driver` attributes and methods that ``driver`` lacks (methods must be
+    callable). ``vectors()`` is not among them: only a driver that declares ``vectors`` needs
+    it (:class:`~mainsdk_memory.drivers.VectorDriver`), and the vector checks ask for it."""
+    annotations = set(Driver.__annotations__)
+    return tuple(
+        name
+        for name in PROTOCOL_MEMBERS
+        if not hasattr(driver, name)
+        or (name not in annotations and not callable(getattr(driver, name)))
+    )
 
 
 def _required(_caps: Capabilities) -> bool:
@@ -89,7 +110,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     ),
     Capability(
         "vectors",
-        "Sealed embeddings ranked by similarity (no protocol methods yet).",
+        "put(vector=) keeps each version's sealed embedding; vectors() returns the filtered ones.",
         declared=lambda caps: caps.vectors is not False,
         shown=lambda caps: repr(caps.vectors),
     ),

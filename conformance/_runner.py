@@ -23,9 +23,17 @@ from . import (  # noqa: F401 - importing the check modules registers their chec
     _checks_search,
     _checks_storage,
     _checks_time,
+    _checks_vectors,
 )
 from ._model import CapabilityResult, CheckFailed, CheckResult, Report, Status
-from ._registry import CAPABILITIES, Check, CheckContext, DriverFactory, all_checks
+from ._registry import (
+    CAPABILITIES,
+    Check,
+    CheckContext,
+    DriverFactory,
+    all_checks,
+    missing_members,
+)
 from ._rows import SyntheticRows
 
 __all__ = ["DEFAULT_SEED", "FactoryError", "load_factory", "run_check", "run_suite"]
@@ -143,6 +151,13 @@ def _probe(factory: DriverFactory, folder: Path) -> tuple[Capabilities | None, s
     try:
         capabilities = getattr(driver, "capabilities", None)
         name = getattr(driver, "name", "")
+        missing = missing_members(driver)
+        if missing:
+            return (
+                None,
+                str(name),
+                (f"the factory did not return a Driver (missing: {', '.join(missing)})"),
+            )
         if not isinstance(driver, Driver) or not isinstance(capabilities, Capabilities):
             return None, str(name), "the factory did not return a Driver with Capabilities"
         return capabilities, str(name), ""

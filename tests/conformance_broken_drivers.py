@@ -2,19 +2,28 @@
 
 Each class changes one thing about :class:`LocalDriver` and keeps everything else. The suite
 must fail each one on exactly the capability it lies about, and pass the honest ones.
+
+The vector liars change one thing about :class:`LocalVectorsDriver`, the local driver with
+honest vectors kept in memory beside it. Liars about anything else declare ``vectors=False``
+(when their lie would also reach vectors), so the suite blames only their lie.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Container, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from mainsdk_memory import MemoryConflictError, StoreError
-from mainsdk_memory.drivers import EraseResult, Filter, StoredRow
+from mainsdk_memory.drivers import EraseResult, Filter, StoredRow, VectorEntry
 from mainsdk_memory.drivers.local import LocalDriver
+
+#: The local driver's declaration, without vectors: for liars whose lie is about another
+#: capability but would break vectors too once the local driver stores them.
+NO_VECTORS = replace(LocalDriver.capabilities, vectors=False)
 
 
 class SoftDeletingDriver(LocalDriver):
@@ -22,6 +31,7 @@ class SoftDeletingDriver(LocalDriver):
 
     name = "soft-deleting"
     MODE = "hard"
+    capabilities = NO_VECTORS
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Hide the memory: move its file into ``.trash/``, where reads never look."""
@@ -41,7 +51,7 @@ class HonestSoftEraseDriver(SoftDeletingDriver):
 
     name = "soft-erase"
     MODE = "soft"
-    capabilities = replace(LocalDriver.capabilities, erase="soft")
+    capabilities = replace(NO_VECTORS, erase="soft")
 
     @classmethod
     def from_url(cls, url: str) -> HonestSoftEraseDriver:
@@ -53,8 +63,11 @@ class OverwritingDriver(LocalDriver):
     """Lie: declares time travel, but a revision overwrites the version it closes."""
 
     name = "overwriting"
+    capabilities = NO_VECTORS
 
-    def put(self, row: StoredRow, *, closes: int | None = None) -> None:
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
         """Store a new memory, or replace the current version with the next (no history)."""
         if closes is None:
             super().put(row)
@@ -72,6 +85,7 @@ class TenantLeakingDriver(LocalDriver):
     """Lie: list() and search() ignore the tenant (they read the app and subject everywhere)."""
 
     name = "tenant-leaking"
+    capabilities = NO_VECTORS
 
     def _candidates(self, where: Filter) -> list[StoredRow]:
         tenants = [p.name for p in self.root.iterdir() if p.is_dir()] if self.root.exists() else []
@@ -85,6 +99,7 @@ class SessionLeakingDriver(LocalDriver):
     """Lie: list() and search() show every session's session-only and quarantined rows."""
 
     name = "session-leaking"
+    capabilities = NO_VECTORS
 
     def _candidates(self, where: Filter) -> list[StoredRow]:
         found: list[StoredRow] = []
@@ -127,6 +142,7 @@ class HiddenStorageDriver(LocalDriver):
     """Lie: raw_dump() shows nothing, so no claim about erasure can be checked."""
 
     name = "hidden-storage"
+    capabilities = NO_VECTORS
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         """Nothing."""
@@ -137,6 +153,7 @@ class LostUpdateDriver(LocalDriver):
     """Lie: declares concurrent writers, but takes no lock, so racing revisions both win."""
 
     name = "lost-update"
+    capabilities = NO_VECTORS
 
     def _writing(self, folder: Path):  # type: ignore[no-untyped-def]
         return _Unlocked(self, folder)
@@ -190,11 +207,154 @@ class BadRegionsDriver(LocalDriver):
     capabilities = replace(LocalDriver.capabilities, regions=("EU West",))
 
 
+class LocalVectorsDriver(LocalDriver):
+    """No lie: the local driver, with vectors kept in memory beside its files.
+
+    A test double until the local driver stores vectors itself: vectors are not shared with
+    another driver on the same folder, which no vector check asks of it.
+    """
+
+    name = "local-vectors"
+    capabilities = replace(LocalDriver.capabilities, vectors=True)
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self._vectors_lock = threading.Lock()
+        self._vectors: dict[tuple[str, str, str, str, int], bytes] = {}
+
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
+        """Store the row, then its vector (only if the row was stored)."""
+        with self._vectors_lock:
+            super().put(row, closes=closes)
+            if vector is not None:
+                key = (row.tenant, row.app, row.subject, row.memory_id, row.version)
+                self._vectors[key] = bytes(vector)
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> list[VectorEntry]:
+        """The vector of every row the filter matches that has one, sorted."""
+        with self._vectors_lock:
+            stored = dict(self._vectors)
+        found = []
+        for row in self._rows_matching(where):
+            vector = stored.get((row.tenant, row.app, row.subject, row.memory_id, row.version))
+            if vector is not None:
+                sealed = None if (row.memory_id, row.version) in known else vector
+                found.append(VectorEntry(row.subject, row.memory_id, row.version, sealed))
+        return sorted(found)
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Erase the rows, then every vector of the memory."""
+        with self._vectors_lock:
+            result = super().erase(tenant, app, subject, memory_id)
+            self._drop_vectors(tenant, app, subject, memory_id)
+        return result
+
+    def _rows_matching(self, where: Filter) -> list[StoredRow]:
+        # The local driver's public list(), so nothing here hangs on its internals.
+        return LocalDriver.list(self, where, limit=1 << 30)
+
+    def _drop_vectors(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
+        for key in [k for k in self._vectors if k[:4] == (tenant, app, subject, memory_id)]:
+            del self._vectors[key]
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """The local driver's files, and every vector held."""
+        yield from super().raw_dump()
+        with self._vectors_lock:
+            stored = list(self._vectors.items())
+        for key, vector in stored:
+            yield "vectors/" + "/".join(map(str, key)), vector
+
+
+class VectorsWithoutHistoryDriver(LocalVectorsDriver):
+    """No lie: vectors without time travel, and an erase declared (and reported) soft."""
+
+    name = "vectors-without-history"
+    capabilities = replace(LocalVectorsDriver.capabilities, time_travel=False, erase="soft")
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Erase as the local driver does, and say 'soft', as declared."""
+        return replace(super().erase(tenant, app, subject, memory_id), mode="soft")
+
+
 class VectorClaimDriver(LocalDriver):
-    """Lie: declares vectors, which the protocol has no methods for."""
+    """Lie: declares vectors, but has no vectors() method (it is no VectorDriver)."""
 
     name = "vector-claim"
     capabilities = replace(LocalDriver.capabilities, vectors=True)
+    vectors = None  # not even once the local driver has the method
+
+
+class SessionBlindVectorsDriver(LocalVectorsDriver):
+    """Lie: vectors() keeps to tenant, app, subjects and time, but ignores the session rules,
+    kinds, pin, writer and retention (quarantined embeddings reach every session)."""
+
+    name = "session-blind-vectors"
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> list[VectorEntry]:
+        """Every vector in the filter's scope and time."""
+        scope_only = Filter(
+            where.tenant, where.app, where.subjects, as_of=where.as_of, any_session=True
+        )
+        return super().vectors(scope_only, known=known)
+
+
+class VectorKeepingEraseDriver(LocalVectorsDriver):
+    """Lie: declares hard erase, but erase() removes the rows and keeps their vectors (which
+    no read returns any more: only raw storage shows them)."""
+
+    name = "vector-keeping-erase"
+
+    def _drop_vectors(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
+        return None
+
+
+class MemoryKeyedVectorsDriver(LocalVectorsDriver):
+    """Lie: keeps one vector per memory, not per version: a revision's vector replaces the
+    closed version's, and a revision without one keeps the old."""
+
+    name = "memory-keyed-vectors"
+
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
+        """Store the row; its vector goes to version 1's slot, whatever the version."""
+        with self._vectors_lock:
+            LocalDriver.put(self, row, closes=closes)
+            if vector is not None:
+                self._vectors[(row.tenant, row.app, row.subject, row.memory_id, 1)] = vector
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> list[VectorEntry]:
+        """The memory's one vector, for whichever version the filter matches."""
+        with self._vectors_lock:
+            stored = dict(self._vectors)
+        found = []
+        for row in self._rows_matching(where):
+            vector = stored.get((row.tenant, row.app, row.subject, row.memory_id, 1))
+            if vector is not None:
+                sealed = None if (row.memory_id, row.version) in known else vector
+                found.append(VectorEntry(row.subject, row.memory_id, row.version, sealed))
+        return sorted(found)
+
+
+class KnownIgnoringVectorsDriver(LocalVectorsDriver):
+    """Lie: vectors() ignores known and sends every vector's bytes on every call."""
+
+    name = "known-ignoring-vectors"
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> list[VectorEntry]:
+        """Every entry with its bytes."""
+        return super().vectors(where)
 
 
 class RaisingFactoryError(StoreError):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mainsdk_memory.conformance._cli import main
+from mainsdk_memory.drivers.local import LocalDriver
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,8 +20,20 @@ def test_the_local_driver_passes(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--driver", "mainsdk_memory.drivers.local:LocalDriver", "--workers", "4"]) == 0
     out = capsys.readouterr().out
     assert "Conformance of driver 'local' (mainsdk_memory.drivers.local:LocalDriver)" in out
-    assert "PASSED: all 13 declared capabilities hold." in out
-    assert "not declared  vectors" in out
+    # 13 capabilities, and vectors once the local driver declares them.
+    declared = 14 if LocalDriver.capabilities.vectors else 13
+    assert f"PASSED: all {declared} declared capabilities hold." in out
+    vectors = "passed        vectors" if declared == 14 else "not declared  vectors"
+    assert vectors in out
+
+
+def test_a_vector_liar_fails_vectors_only(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = "tests.conformance_broken_drivers:VectorKeepingEraseDriver"
+    assert main(["--driver", spec, "--workers", "4"]) == 1
+    out = capsys.readouterr().out
+    assert "failed        vectors             declared True" in out
+    assert "vectors.erase_leaves_no_vector_bytes: erase is declared 'hard'" in out
+    assert "FAILED: 1 of 14 declared capabilities do not hold: vectors." in out
 
 
 def test_a_lying_driver_fails_with_json_naming_the_lie(capsys: pytest.CaptureFixture[str]) -> None:
