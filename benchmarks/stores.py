@@ -37,6 +37,7 @@ __all__ = [
     "Opener",
     "PlainKeyStore",
     "PostgresServer",
+    "SharedEmbeddings",
     "SteppingClock",
     "StoreConfig",
     "Workspace",
@@ -325,6 +326,42 @@ def minilm() -> Any:
     return _minilm()
 
 
+class SharedEmbeddings:
+    """An embedder that computes each text's vectors once and hands them to every caller.
+
+    Benchmark only. The LoCoMo hybrid stores (one per driver) embed the same turns and
+    questions; MiniLM runs one text at a time behind a lock, so three stores would wait on
+    it three times over. This wrapper calls the wrapped embedder exactly as the core does
+    (``embed([text])``) the first time a text is seen and returns that same array after, so
+    every store gets identical vectors and still seals, stores, opens and ranks its own.
+    Same ``name``, ``dimensions`` and ``uses_model`` as the wrapped embedder.
+    """
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self.name: str = embedder.name
+        self.dimensions: int = embedder.dimensions
+        self.uses_model: bool = embedder.uses_model
+        self._done: dict[str, Any] = {}
+        self.computed = 0
+        """Texts the wrapped embedder was called for."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """The wrapped embedder's vectors of ``texts``, each text computed once."""
+        if len(texts) != 1:
+            return self._embedder.embed(texts)
+        found = self._done.get(texts[0])
+        if found is None:
+            found = self._done[texts[0]] = self._embedder.embed(texts)
+            self.computed += 1
+        return found.copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_minilm() -> SharedEmbeddings:
+    return SharedEmbeddings(_minilm())
+
+
 def _driver_class(driver: str) -> Any:
     if driver == "local":
         from mainsdk_memory.drivers.local import LocalDriver
@@ -380,7 +417,7 @@ def hybrid_unavailable(driver: str) -> str | None:
 
 
 def _open_hybrid(url: str, keys: Path, clock: Clock) -> Memory:
-    return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=_minilm())
+    return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=_shared_minilm())
 
 
 #: Width of the stand-in embedder: MiniLM's, so vectors weigh and rank as MiniLM's would.
@@ -483,23 +520,38 @@ def _load_local(
             log.write("".join(f"{memory_id}\n" for memory_id in ids).encode("ascii"))
 
 
+def _load_bulk_put(
+    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None,
+    batch: int = 2000,
+) -> None:
+    """The driver's own ``bulk_put`` (rows, postings, embeddings), one transaction a batch."""
+    driver = cast(Any, memory.driver)
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
+        mapping = None if vectors is None else {
+            (row.memory_id, row.version): vectors[start + i] for i, row in enumerate(chunk)
+        }
+        driver.bulk_put(chunk, vectors=mapping)
+
+
 def _load_db(
     memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None,
     batch: int = 2000,
 ) -> None:
-    """Batched INSERTs of the driver's own row values and postings, one transaction a batch."""
+    """Batched INSERTs of the db driver's own row values and postings (schema version 1,
+    before the driver had ``bulk_put``); rows with vectors go through ``put``."""
+    driver = cast(Any, memory.driver)
+    if vectors is not None:
+        for row, vector in zip(rows, vectors, strict=True):
+            memory.driver.put(row, vector=vector)
+        return
+
     from sqlalchemy import insert
 
     from mainsdk_memory.drivers.db import _driver as db
     from mainsdk_memory.drivers.db._engine import transaction
     from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 
-    if vectors is not None:
-        # Until the loader knows the db driver's vector columns: the driver's own put.
-        for row, vector in zip(rows, vectors, strict=True):
-            memory.driver.put(row, vector=vector)
-        return
-    driver = cast(Any, memory.driver)
     for start in range(0, len(rows), batch):
         chunk = rows[start : start + batch]
         postings = [
@@ -519,14 +571,17 @@ def bulk_load(
 ) -> None:
     """Put already sealed rows into ``memory``'s store without a write path per row.
 
-    ``vectors`` (one per row) are the rows' sealed embeddings, as ``put(vector=...)`` takes
-    them (:func:`benchmarks.speed.seal_vectors`).
+    The driver's own ``bulk_put`` when it has one (the db driver); the local driver's own
+    files otherwise (:func:`_load_local`). ``vectors`` (one per row) are the rows' sealed
+    embeddings, as ``put(vector=...)`` takes them (:func:`benchmarks.speed.seal_vectors`).
     """
     if not rows:
         return
     if vectors is not None and len(vectors) != len(rows):
         raise ValueError("one sealed vector per row")
-    if memory.driver.name == "local":
+    if hasattr(memory.driver, "bulk_put"):
+        _load_bulk_put(memory, rows, vectors)
+    elif memory.driver.name == "local":
         _load_local(memory, rows, vectors)
     elif memory.driver.name == "db":
         _load_db(memory, rows, vectors)

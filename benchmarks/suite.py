@@ -142,7 +142,8 @@ def _run_locomo(
         reason = config.unavailable()
         entry: dict[str, Any] = {
             "kind": "hybrid" if config.hybrid else "sdk", "driver": config.driver,
-            "description": ("BM25 + vectors (MiniLMEmbedder), sealed" if config.hybrid
+            "description": ("BM25 + vectors (MiniLMEmbedder, each text embedded once and "
+                            "shared by the hybrid stores), sealed" if config.hybrid
                             else "BM25 over blind terms, sealed"),
         }
         if reason is not None:
