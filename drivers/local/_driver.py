@@ -37,6 +37,7 @@ import heapq
 import json
 import math
 import os
+import secrets
 import threading
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -187,16 +188,24 @@ class _Log(NamedTuple):
     """Stream position of the first byte after the header."""
     header: int
     """Length of the header line (0: a log written before headers, or never restarted)."""
+    tag: bytes
+    """The header line: a new one for every new log file (an inode number may come back)."""
+
+    @property
+    def file(self) -> tuple[int, bytes]:
+        """What tells one log file from another."""
+        return (self.inode, self.tag)
 
 
 def _parse_log(inode: int, size: int, head: bytes) -> _Log:
     if head.startswith(_LOG_HEADER):
         end = head.find(b"\n")
         fields = head[len(_LOG_HEADER) : end].split() if end >= 0 else []
-        if len(fields) == 2 and fields[1].isdigit():
-            return _Log(inode, size, fields[0].decode("ascii", "replace"), int(fields[1]), end + 1)
+        if len(fields) == 3 and fields[1].isdigit():
+            stream, base = fields[0].decode("ascii", "replace"), int(fields[1])
+            return _Log(inode, size, stream, base, end + 1, head[: end + 1])
     # No header: the log's own stream, named after its inode, as a writer restarting it does.
-    return _Log(inode, size, f"i{inode}", 0, 0)
+    return _Log(inode, size, f"i{inode}", 0, 0, b"")
 
 
 class _Index:
@@ -441,9 +450,9 @@ class _SubjectCache:
     dir_mtime: int
 
     @property
-    def read(self) -> tuple[int, int]:
+    def read(self) -> tuple[tuple[int, bytes], int]:
         """The log file and offset read up to (what a refresh that read nothing leaves)."""
-        return (-1 if self.log is None else self.log.inode, self.offset)
+        return ((-1, b"") if self.log is None else self.log.file, self.offset)
 
     @property
     def position(self) -> int:
@@ -660,7 +669,8 @@ class LocalDriver:
             body, base = body[cut:], base + cut
         if erased is not None:
             body = _redacted(body, erased)
-        header = _LOG_HEADER + f"{log.stream} {base}\n".encode("ascii")
+        nonce = secrets.token_hex(8)  # a new file even if the filesystem reuses the inode
+        header = _LOG_HEADER + f"{log.stream} {base} {nonce}\n".encode("ascii")
         write_private(path, header + body)
 
     # -- reading ------------------------------------------------------------------------
@@ -689,10 +699,7 @@ class LocalDriver:
             log = None
             if fd >= 0:
                 stat = os.fstat(fd)
-                if cache is not None and cache.log and cache.log.inode == stat.st_ino:
-                    log = cache.log._replace(size=stat.st_size)
-                else:
-                    log = _parse_log(stat.st_ino, stat.st_size, os.pread(fd, 200, 0))
+                log = _parse_log(stat.st_ino, stat.st_size, os.pread(fd, 200, 0))
             read = None if cache is None else cache.read
             if cache is None or not self._follow(path, fd, cache, log):
                 cache = self._rescan(path, fd, log, dir_mtime)
@@ -713,7 +720,7 @@ class LocalDriver:
         """Bring ``cache`` up to date from the log; ``False`` if it cannot (rescan instead)."""
         if log is None:
             return cache.log is None
-        if cache.log is not None and cache.log.inode == log.inode:
+        if cache.log is not None and cache.log.file == log.file:
             if log.size < cache.offset:
                 return False
             self._replay(path, fd, cache, log.size)
