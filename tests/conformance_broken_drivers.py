@@ -1,7 +1,9 @@
 """Drivers with one lie each, built on the real local driver, so the suite is seen to fail.
 
 Each class changes one thing about :class:`LocalDriver` and keeps everything else. The suite
-must fail each one on exactly the capability it lies about, and pass the honest ones.
+must fail each one on exactly the capability it lies about, and pass the honest ones. A lie
+is told through the local driver's public methods and its documented file layout where it
+can be, so the liars outlive a rewrite of its internals (only the lost update needs its lock).
 
 The vector liars change one thing about :class:`LocalVectorsDriver`, the local driver with
 honest vectors kept in memory beside it. Liars about anything else declare ``vectors=False``
@@ -10,40 +12,45 @@ honest vectors kept in memory beside it. Liars about anything else declare ``vec
 
 from __future__ import annotations
 
+import builtins
 import os
+import shutil
 import threading
 import time
-from collections.abc import Collection, Container, Iterator, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from mainsdk_memory import MemoryConflictError, StoreError
-from mainsdk_memory.drivers import EraseResult, Filter, StoredRow, VectorEntry
+from mainsdk_memory.drivers import EraseResult, Filter, StoredRow, VectorEntry, bm25_rank
 from mainsdk_memory.drivers.local import LocalDriver
 
 #: The local driver's declaration, without vectors: for liars whose lie is about another
-#: capability but would break vectors too once the local driver stores them.
+#: capability but would reach vectors too, since the local driver keeps them in its files.
 NO_VECTORS = replace(LocalDriver.capabilities, vectors=False)
+
+READ_ALL = 1 << 30  # a list() limit above any store the suite writes
 
 
 class SoftDeletingDriver(LocalDriver):
-    """Lie: declares hard erase, but erase() moves the memory's file aside and hides it."""
+    """Lie: declares hard erase, but erase() keeps the memory's file aside and hides it."""
 
     name = "soft-deleting"
     MODE = "hard"
     capabilities = NO_VECTORS
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """Hide the memory: move its file into ``.trash/``, where reads never look."""
-        folder = self._subject_dir(tenant, app, subject)
-        with self._writing(folder):
-            rows = self._read_file(folder, memory_id)
-            if rows:
-                trash = folder / ".trash"
-                trash.mkdir(exist_ok=True)
-                os.replace(folder / f"{memory_id}.json", trash / f"{memory_id}.json")
-            self._log_change(folder, memory_id)
-        return EraseResult(memory_id, tuple(row.version for row in rows), self.MODE)
+        """Hide the memory: keep its file in ``.trash/``, where reads never look."""
+        kept = self.versions(tenant, app, [subject], memory_id)
+        folder = self.root / tenant / app / subject  # the local driver's documented layout
+        if kept:
+            (folder / ".trash").mkdir(exist_ok=True)
+            name = f"{memory_id}.json"
+            shutil.copyfile(folder / name, folder / ".trash" / name)
+        super().erase(tenant, app, subject, memory_id)
+        return EraseResult(memory_id, tuple(row.version for row in kept), self.MODE)
 
 
 class HonestSoftEraseDriver(SoftDeletingDriver):
@@ -60,10 +67,13 @@ class HonestSoftEraseDriver(SoftDeletingDriver):
 
 
 class OverwritingDriver(LocalDriver):
-    """Lie: declares time travel, but a revision overwrites the version it closes."""
+    """Lie: declares time travel, but a revision overwrites the version it closes.
+
+    It does not declare concurrent writers: the overwrite is two steps (erase, then put).
+    """
 
     name = "overwriting"
-    capabilities = NO_VECTORS
+    capabilities = replace(NO_VECTORS, concurrent_writers=False)
 
     def put(
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
@@ -72,13 +82,25 @@ class OverwritingDriver(LocalDriver):
         if closes is None:
             super().put(row)
             return
-        folder = self._subject_dir(row.tenant, row.app, row.subject)
-        with self._writing(folder):
-            rows = self._read_file(folder, row.memory_id)
-            if not rows or rows[-1].version != closes or rows[-1].valid_to is not None:
-                raise MemoryConflictError
-            self._write_file(folder, row.memory_id, [row])
-            self._log_change(folder, row.memory_id)
+        rows = self.versions(row.tenant, row.app, [row.subject], row.memory_id)
+        if (
+            not rows
+            or rows[-1].version != closes
+            or rows[-1].valid_to is not None
+            or row.version != closes + 1
+        ):
+            raise MemoryConflictError
+        super().erase(row.tenant, row.app, row.subject, row.memory_id)
+        super().put(row)
+
+
+def _page(
+    rows: Iterable[StoredRow], limit: int, after: tuple[datetime, str] | None
+) -> list[StoredRow]:
+    """``rows`` as list() returns them: newest first, after ``after``, at most ``limit``."""
+    found = [row for row in rows if after is None or (row.created_at, row.memory_id) < after]
+    found.sort(key=lambda row: (row.created_at, row.memory_id), reverse=True)
+    return found[:limit]
 
 
 class TenantLeakingDriver(LocalDriver):
@@ -87,12 +109,24 @@ class TenantLeakingDriver(LocalDriver):
     name = "tenant-leaking"
     capabilities = NO_VECTORS
 
-    def _candidates(self, where: Filter) -> list[StoredRow]:
+    def _everywhere(self, where: Filter) -> builtins.list[StoredRow]:
         tenants = [p.name for p in self.root.iterdir() if p.is_dir()] if self.root.exists() else []
-        found: list[StoredRow] = []
+        found: builtins.list[StoredRow] = []
         for tenant in tenants:
-            found += super()._candidates(replace(where, tenant=tenant))
+            found += super().list(replace(where, tenant=tenant), limit=READ_ALL)
         return found
+
+    def list(
+        self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> builtins.list[StoredRow]:
+        """The filter's rows in every tenant."""
+        return _page(self._everywhere(where), limit, after)
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> builtins.list[tuple[StoredRow, float]]:
+        """BM25 over the filter's rows in every tenant."""
+        return bm25_rank(self._everywhere(where), query, top_k)
 
 
 class SessionLeakingDriver(LocalDriver):
@@ -101,14 +135,25 @@ class SessionLeakingDriver(LocalDriver):
     name = "session-leaking"
     capabilities = NO_VECTORS
 
-    def _candidates(self, where: Filter) -> list[StoredRow]:
-        found: list[StoredRow] = []
-        for subject in where.subjects:
-            for versions in self._rows(where.tenant, where.app, subject).values():
-                for row in versions:
-                    if replace(where, session=row.session).matches(row) or where.matches(row):
-                        found.append(row)
-        return found
+    def _leaky(self, where: Filter) -> builtins.list[StoredRow]:
+        every = super().list(replace(where, any_session=True), limit=READ_ALL)
+        return [
+            row
+            for row in every
+            if where.matches(row) or replace(where, session=row.session).matches(row)
+        ]
+
+    def list(
+        self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> builtins.list[StoredRow]:
+        """The filter's rows, and the session-only and quarantined rows of every session."""
+        return _page(self._leaky(where), limit, after)
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> builtins.list[tuple[StoredRow, float]]:
+        """BM25 over the same rows."""
+        return bm25_rank(self._leaky(where), query, top_k)
 
 
 class UnsortedScoresDriver(LocalDriver):
@@ -158,9 +203,9 @@ class LostUpdateDriver(LocalDriver):
     def _writing(self, folder: Path):  # type: ignore[no-untyped-def]
         return _Unlocked(self, folder)
 
-    def _write_file(self, folder: Path, memory_id: str, rows: Sequence[StoredRow]) -> None:
+    def _write_file(self, *args: Any, **kwargs: Any) -> None:
         time.sleep(0.002)  # widen the read-check-write window, so the race shows every run
-        super()._write_file(folder, memory_id, rows)
+        super()._write_file(*args, **kwargs)
 
 
 class _Unlocked:
@@ -208,10 +253,10 @@ class BadRegionsDriver(LocalDriver):
 
 
 class LocalVectorsDriver(LocalDriver):
-    """No lie: the local driver, with vectors kept in memory beside its files.
+    """No lie: the local driver, with vectors kept in a dict beside its files.
 
-    A test double until the local driver stores vectors itself: vectors are not shared with
-    another driver on the same folder, which no vector check asks of it.
+    Keeping vectors apart from the rows makes each vector lie one small change. They are not
+    shared with another driver on the same folder, which no vector check asks of it.
     """
 
     name = "local-vectors"
@@ -255,7 +300,7 @@ class LocalVectorsDriver(LocalDriver):
 
     def _rows_matching(self, where: Filter) -> list[StoredRow]:
         # The local driver's public list(), so nothing here hangs on its internals.
-        return LocalDriver.list(self, where, limit=1 << 30)
+        return LocalDriver.list(self, where, limit=READ_ALL)
 
     def _drop_vectors(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
         for key in [k for k in self._vectors if k[:4] == (tenant, app, subject, memory_id)]:
