@@ -85,7 +85,7 @@ SIZES: dict[str, Size] = {
         speed=SpeedPlan(
             write_n=10, scale=(200,), unsealed_scale=(200,), queries=6, scale_queries=(6,),
             persons=3, per_person=10, person_queries=4, person_writes=2, forgets=2, erases=1,
-            rss_at=200, profile_queries=2, embedding_queries=20,
+            rss_at=200, profile_queries=2, embedding_queries=10,
         ),
         workers=2,
     ),
