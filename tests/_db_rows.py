@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -47,16 +48,26 @@ def make_row(**fields: Any) -> StoredRow:
 
 
 def put_history(
-    driver: Driver, first: StoredRow, revisions: list[dict[str, Any]]
+    driver: Driver | None,
+    first: StoredRow,
+    revisions: list[dict[str, Any]],
+    *,
+    vectors: Mapping[tuple[str, int], bytes] | None = None,
 ) -> list[StoredRow]:
-    """Store ``first`` and then one revision per dict of changes; return the rows as stored
-    now (closed versions carry their ``valid_to``)."""
-    driver.put(first)
+    """Store ``first`` and then one revision per dict of changes, each version with its
+    embedding in ``vectors`` if it has one; return the rows as stored now (closed versions
+    carry their ``valid_to``). With ``driver=None`` the rows are only built."""
+    vectors = vectors or {}
+    if driver is not None:
+        driver.put(first, vector=vectors.get((first.memory_id, first.version)))
     rows = [first]
     for changes in revisions:
         current = rows[-1]
         nxt = dataclasses.replace(current, version=current.version + 1, **changes)
-        driver.put(nxt, closes=current.version)
+        if driver is not None:
+            driver.put(
+                nxt, closes=current.version, vector=vectors.get((nxt.memory_id, nxt.version))
+            )
         rows[-1] = dataclasses.replace(current, valid_to=nxt.valid_from)
         rows.append(nxt)
     return rows
@@ -80,14 +91,20 @@ def instant(rng: random.Random) -> datetime:
 
 def random_rows(
     rng: random.Random,
-    driver: Driver,
+    driver: Driver | None,
     count: int,
     *,
     tenant: str = "acme",
     vocabulary: list[str] | None = None,
+    vectors: dict[tuple[str, int], bytes] | None = None,
 ) -> list[StoredRow]:
     """``count`` memories with random scope, trust, session, kind, pin and 1 to 3 versions,
-    stored through ``driver``; returns every stored version."""
+    stored through ``driver`` (only built with ``driver=None``); returns every version as
+    stored.
+
+    With a ``vectors`` dict, about two versions in three also get a random sealed embedding,
+    stored with them and added to the dict by ``(memory_id, version)``.
+    """
     vocabulary = vocabulary or [f"t_{i}" for i in range(12)]
     stored: list[StoredRow] = []
     for n in range(count):
@@ -128,5 +145,54 @@ def random_rows(
                     "sealed": rng.randbytes(rng.randint(1, 64)),
                 }
             )
-        stored += put_history(driver, first, revisions)
+        if vectors is not None:
+            for version in range(1, len(revisions) + 2):
+                if rng.random() < 0.67:
+                    vectors[(first.memory_id, version)] = rng.randbytes(rng.randint(1, 48))
+        stored += put_history(driver, first, revisions, vectors=vectors)
     return stored
+
+
+def make_v1_store(url: str, rows: list[StoredRow]) -> None:
+    """A store as schema version 1 left it: version 1's tables (``memory db upgrade`` of an
+    older release) holding ``rows`` and their postings, written as that release wrote them
+    (each tenant's rows in a transaction of its own, as the app role on PostgreSQL)."""
+    from sqlalchemy import MetaData, insert
+
+    from mainsdk_memory.drivers.db._driver import _row_values
+    from mainsdk_memory.drivers.db._engine import PG_SCHEMA, make_engine, parse_url, transaction
+    from mainsdk_memory.drivers.db._schema import MIGRATIONS, SCHEMA, tables_v1
+
+    target = parse_url(url)
+    engine = make_engine(target, pool_size=1)
+    try:
+        with transaction(engine, target.dialect, tenant=None, write=True) as connection:
+            MIGRATIONS[0].apply(connection)
+            connection.execute(
+                insert(SCHEMA).values(
+                    version=1, description=MIGRATIONS[0].description, applied_at=T0
+                )
+            )
+        versions, postings, _control, _schema = tables_v1(MetaData(schema=PG_SCHEMA))
+        for tenant in sorted({row.tenant for row in rows}):
+            mine = [row for row in rows if row.tenant == tenant]
+            with transaction(engine, target.dialect, tenant=tenant, write=True) as connection:
+                connection.execute(insert(versions), [_row_values(row) for row in mine])
+                connection.execute(
+                    insert(postings),
+                    [
+                        {
+                            "tenant": row.tenant,
+                            "app": row.app,
+                            "subject": row.subject,
+                            "term": term,
+                            "memory_id": row.memory_id,
+                            "version": row.version,
+                            "tf": tf,
+                        }
+                        for row in mine
+                        for term, tf in row.terms.items()
+                    ],
+                )
+    finally:
+        engine.dispose()

@@ -77,6 +77,31 @@ def test_a_forgotten_memory_leaves_no_byte_in_the_sqlite_files(memory: Memory) -
         assert [needle for needle in needles if needle in blob] == [], where
 
 
+@on_sqlite
+def test_an_erased_embedding_leaves_no_byte_in_the_sqlite_file(store_url: str) -> None:
+    # Embeddings are stored as sealed bytes (about 1.5 KB for 384 dimensions): after the
+    # erase neither they nor the memory's id are anywhere in the file, the freed pages
+    # included.
+    with DbDriver(store_url) as driver:
+        kept = os.urandom(1552)
+        driver.put(make_row(memory_id=memory_id(1)), vector=kept)
+        gone = [os.urandom(1552), os.urandom(1552)]
+        secret = make_row(memory_id=memory_id(2), terms={"t_gone": 1})
+        driver.put(secret, vector=gone[0])
+        driver.put(
+            dataclasses.replace(secret, version=2, valid_from=secret.valid_from),
+            closes=1,
+            vector=gone[1],
+        )
+        raw = Path(driver.root or "").read_bytes()
+        assert all(blob[:16] in raw for blob in gone)  # the check can see them
+        driver.erase("acme", "app", "p_ada", memory_id(2))
+        raw = Path(driver.root or "").read_bytes()
+    needles = [memory_id(2).encode()] + [chunk for blob in gone for chunk in _chunks(blob)]
+    assert [needle for needle in needles if needle in raw] == []
+    assert kept[:16] in raw
+
+
 def test_the_byte_check_does_see_what_sqlite_keeps_without_secure_delete(tmp_path: Path) -> None:
     # The check above is only worth something if it can fail: with secure_delete off, SQLite
     # leaves a deleted row's bytes in the free space of its page.

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from _db_rows import make_row, memory_id
+from _db_rows import make_row, make_v1_store, memory_id
 from _postgres import TestPostgres
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from mainsdk_memory import ConfigurationError
-from mainsdk_memory.drivers import Filter
+from mainsdk_memory.drivers import Filter, bm25_rank
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING, transaction
@@ -242,6 +242,40 @@ def test_an_owner_url_is_held_by_row_level_security_too(
         assert connection.execute(
             f"SELECT count(*) FROM {PG_SCHEMA}.memory_versions"  # noqa: S608
         ).fetchone() == (0,)
+
+
+def test_an_owner_upgrades_a_version_1_store_whose_rows_rls_hides_from_it(
+    owner_database: tuple[str, str], postgres: TestPostgres
+) -> None:
+    # Version 2 copies every posting. The owner is held by FORCEd row-level security like
+    # everyone else, so a copy that ran under it would see nothing: it must copy them all,
+    # and leave every tenant table forced again.
+    url, owner = owner_database
+    with psycopg.connect(postgres.conninfo(), autocommit=True) as connection:
+        connection.execute(f'GRANT {APP_ROLE} TO "{owner}"')
+    rows = [
+        make_row(tenant=tenant, memory_id=memory_id(n), terms={"t_x": n + 1, f"t_{tenant}": 1})
+        for tenant in ("acme", "globex")
+        for n in range(3)
+    ]
+    make_v1_store(url, rows)
+    assert upgrade(url) == (1, SCHEMA_VERSION)
+    with DbDriver(url) as driver:
+        for tenant in ("acme", "globex"):
+            where = Filter(tenant=tenant, app="app", subjects=("p_ada",))
+            mine = [row for row in rows if row.tenant == tenant]
+            assert driver.search(where, [{"t_x"}], top_k=5) == bm25_rank(mine, [{"t_x"}], 5)
+    with psycopg.connect(postgres.conninfo(make_url(url).database), autocommit=True) as c:
+        forced = c.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, count(p.polname) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_policy p ON p.polrelid = c.oid "
+            "WHERE n.nspname = %s AND c.relkind = 'r' GROUP BY 1, 2, 3 ORDER BY 1",
+            (PG_SCHEMA,),
+        ).fetchall()
+    assert forced == sorted(
+        [(table, True, True, 1) for table in TENANT_TABLES] + [("memory_schema", False, False, 0)]
+    )
 
 
 @on_postgres

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+from _db_rows import instant, make_row, make_v1_store, memory_id, random_rows
 from _postgres import LazyServer, TestPostgres
 from sqlalchemy.engine import make_url
 
 from mainsdk_memory import ConfigurationError, Memory, StoreError, tenant
 from mainsdk_memory._cli import main
-from mainsdk_memory.drivers import open_driver
+from mainsdk_memory.drivers import Filter, VectorEntry, bm25_rank, open_driver
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import PG_SCHEMA
@@ -102,6 +105,74 @@ def test_postgresql_needs_memory_db_upgrade_and_never_runs_ddl_on_open(
         postgres.drop(url)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def bare_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no mainsdk-memory schema at all (a new SQLite file, a new database)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'old.db'}"
+        return
+    postgres: TestPostgres = request.getfixturevalue("postgres")
+    url = postgres.new_database(schema=False)
+    try:
+        yield url
+    finally:
+        postgres.drop(url)
+
+
+def test_a_version_1_store_is_refused_then_upgraded_in_place_with_its_rows(
+    bare_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = random.Random(41)
+    vocabulary = [f"t_{i}" for i in range(8)]
+    rows = random_rows(rng, None, 40, vocabulary=vocabulary)
+    rows += random_rows(rng, None, 10, tenant="globex", vocabulary=vocabulary)
+    make_v1_store(bare_url, rows)
+    with pytest.raises(ConfigurationError, match="schema version 1; this version") as error:
+        DbDriver(bare_url)
+    assert "memory db upgrade URL" in str(error.value)
+    assert main(["db", "upgrade", bare_url]) == 0
+    assert f"from version 1 to {SCHEMA_VERSION}" in capsys.readouterr().out
+    assert upgrade(bare_url) == (SCHEMA_VERSION, SCHEMA_VERSION)
+    with DbDriver(bare_url) as driver:
+        for tenant in ("acme", "globex"):
+            mine = [row for row in rows if row.tenant == tenant]
+            for session, as_of in ((None, None), ("s1", None), (None, instant(rng))):
+                where = Filter(
+                    tenant=tenant,
+                    app="app",
+                    subjects=("p_ada", "p_bob", "tenant"),
+                    session=session,
+                    as_of=as_of,
+                )
+                matching = [row for row in mine if where.matches(row)]
+                want = sorted(matching, key=lambda r: (r.created_at, r.memory_id), reverse=True)
+                assert driver.list(where, limit=100) == want
+                query = [{"t_1"}, {"t_2", "t_3"}]
+                found = driver.search(where, query, top_k=10)
+                expected = bm25_rank(matching, query, 10)
+                assert [(r, round(x, 9)) for r, x in found] == [
+                    (r, round(x, 9)) for r, x in expected
+                ]
+                assert driver.vectors(where) == []
+            some = mine[0]
+            assert driver.versions(tenant, some.app, (some.subject,), some.memory_id) == [
+                row for row in mine if row.memory_id == some.memory_id
+            ]
+        # The upgraded store takes new memories, with embeddings, next to the old ones.
+        new = make_row(memory_id=memory_id(10_000), terms={"t_1": 9}, length=9)
+        driver.put(new, vector=b"sealed embedding")
+        where = Filter(tenant="acme", app="app", subjects=("p_ada",))
+        assert driver.search(where, [{"t_1"}], top_k=1)[0][0] == new
+        assert driver.vectors(where) == [
+            VectorEntry("p_ada", new.memory_id, 1, b"sealed embedding")
+        ]
+        erased = next(row for row in rows if row.tenant == "acme" and row.version == 2)
+        driver.erase("acme", erased.app, erased.subject, erased.memory_id)
+        assert driver.versions("acme", erased.app, (erased.subject,), erased.memory_id) == []
+        needle = f"acme\x1f{erased.app}\x1f{erased.memory_id}".encode()  # globex reuses ids
+        assert [where for where, blob in driver.raw_dump() if needle in blob] == []
+
+
 @pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
 def test_a_newer_schema_is_refused_with_what_to_do(store_url: str) -> None:
     DbDriver(store_url).close()  # SQLite: creates the file's schema
@@ -154,7 +225,7 @@ def test_import_works_without_the_db_dependencies_and_opening_says_what_to_insta
         sys.modules["sqlalchemy"] = None  # as if SQLAlchemy were not installed
         import mainsdk_memory
         from mainsdk_memory import ConfigurationError
-        from mainsdk_memory.drivers import open_driver
+        from mainsdk_memory.drivers import Filter, VectorEntry, bm25_rank, open_driver
         try:
             open_driver(sys.argv[1])
         except ConfigurationError as exc:

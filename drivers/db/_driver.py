@@ -391,6 +391,87 @@ class DbDriver:
                     ) from exc
                 raise MemoryConflictError from exc
 
+    def bulk_put(
+        self, rows: Sequence[StoredRow], *, vectors: Mapping[tuple[str, int], bytes] | None = None
+    ) -> None:
+        """Insert many stored rows in one transaction: a bulk load (benchmarks, imports), not
+        a write path of the SDK.
+
+        Each row goes in as it is, closed versions with their ``valid_to``; nothing checks
+        revisions, so load every version of a memory here or none. ``vectors`` maps
+        ``(memory_id, version)`` to that version's sealed embedding. All rows must belong to
+        one tenant (one transaction runs as one tenant on PostgreSQL). A row whose version
+        exists already raises :class:`~mainsdk_memory.MemoryConflictError` and loads nothing.
+        """
+        if not rows:
+            return
+        tenant = rows[0].tenant
+        if any(row.tenant != tenant for row in rows):
+            raise ValueError("bulk_put loads the rows of one tenant at a time")
+        vectors = vectors or {}
+        with translated("loading memories"):
+            try:
+                with transaction(
+                    self._engine, self.dialect, tenant=tenant, write=True
+                ) as connection:
+                    for start in range(0, len(rows), _CHUNK):
+                        chunk = rows[start : start + _CHUNK]
+                        connection.execute(insert(VERSIONS), [_row_values(row) for row in chunk])
+                        docs = self._docs(connection, tenant, chunk)
+                        postings = [
+                            {
+                                "tenant": row.tenant,
+                                "app": row.app,
+                                "subject": row.subject,
+                                "term": term,
+                                "doc": docs[(row.app, row.memory_id, row.version)],
+                                "tf": tf,
+                                "length": row.length,
+                            }
+                            for row in chunk
+                            for term, tf in row.terms.items()
+                        ]
+                        if postings:
+                            connection.execute(insert(POSTINGS), postings)
+                        embeddings = [
+                            {
+                                "tenant": row.tenant,
+                                "app": row.app,
+                                "memory_id": row.memory_id,
+                                "version": row.version,
+                                "subject": row.subject,
+                                "sealed": bytes(vectors[(row.memory_id, row.version)]),
+                            }
+                            for row in chunk
+                            if (row.memory_id, row.version) in vectors
+                        ]
+                        if embeddings:
+                            connection.execute(insert(EMBEDDINGS), embeddings)
+            except IntegrityError as exc:
+                if not _is_unique_violation(exc):
+                    raise
+                raise MemoryConflictError(
+                    "A memory version being loaded exists already; nothing was loaded."
+                ) from exc
+
+    def _docs(
+        self, connection: Connection, tenant: str, rows: Sequence[StoredRow]
+    ) -> dict[tuple[str, str, int], int]:
+        """The document ids of just-inserted ``rows``, by (app, memory id, version)."""
+        v = VERSIONS.c
+        found: dict[tuple[str, str, int], int] = {}
+        wanted = {(row.app, row.memory_id, row.version) for row in rows}
+        for app, memory_id, version, doc in connection.execute(
+            select(v.app, v.memory_id, v.version, v.doc).where(
+                v.tenant == tenant,
+                v.app.in_(sorted({row.app for row in rows})),
+                v.memory_id.in_(sorted({row.memory_id for row in rows})),
+            )
+        ):
+            if (app, memory_id, version) in wanted:
+                found[(app, memory_id, version)] = doc
+        return found
+
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
     ) -> list[StoredRow]:

@@ -389,7 +389,8 @@ _SQLITE_V2 = (
       ON v.tenant = p.tenant AND v.app = p.app AND v.memory_id = p.memory_id
      AND v.version = p.version""",
     "DROP TABLE memory_postings_v1",
-    "CREATE INDEX memory_postings_doc ON memory_postings (doc)",
+    # A version's postings (row loading, erase); with tf, so SQLite needs no other b-tree.
+    "CREATE INDEX memory_postings_doc ON memory_postings (tenant, doc, tf)",
     """CREATE TABLE memory_embeddings (
         tenant TEXT NOT NULL, app TEXT NOT NULL, memory_id TEXT NOT NULL,
         version INTEGER NOT NULL, subject TEXT NOT NULL, sealed BLOB NOT NULL,
@@ -429,7 +430,7 @@ _POSTGRES_V2_COPY = f"""INSERT INTO {PG_SCHEMA}.memory_postings (tenant, app, su
 _POSTGRES_V2_AFTER_COPY = (
     f"ALTER TABLE {PG_SCHEMA}.memory_versions FORCE ROW LEVEL SECURITY",
     f"DROP TABLE {PG_SCHEMA}.memory_postings_v1",
-    f"CREATE INDEX memory_postings_doc ON {PG_SCHEMA}.memory_postings (doc)",
+    f"CREATE INDEX memory_postings_doc ON {PG_SCHEMA}.memory_postings (tenant, doc)",
     f"""CREATE TABLE {PG_SCHEMA}.memory_embeddings (
         tenant text NOT NULL, app text NOT NULL, memory_id text NOT NULL,
         version integer NOT NULL, subject text NOT NULL, sealed bytea NOT NULL,

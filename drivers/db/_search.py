@@ -113,9 +113,17 @@ def _real(value: float) -> ColumnElement[Any]:
     return literal(value, Float)
 
 
-def _postings_in_scope(where: Filter, tokens: list[str], scope_docs: Any) -> Select[Any]:
+def _postings_in_scope(
+    connection: Connection, where: Filter, tokens: list[str], scope_docs: Any
+) -> Select[Any]:
     """Postings of ``tokens`` of the filter's subjects whose version is in ``scope_docs``."""
     p = POSTINGS.c
+    doc: ColumnElement[Any] = p.doc
+    if connection.dialect.name == "sqlite":
+        # An expression, not the column: SQLite would otherwise seek the primary key once per
+        # scope id, term and subject; this way it reads each term's postings in one range and
+        # probes the scope's ids.
+        doc = p.doc + 0
     return (
         select()
         .select_from(POSTINGS)
@@ -124,7 +132,7 @@ def _postings_in_scope(where: Filter, tokens: list[str], scope_docs: Any) -> Sel
             p.app == where.app,
             p.subject.in_(where.subjects),
             p.term.in_(tokens),
-            p.doc.in_(scope_docs),
+            doc.in_(scope_docs),
         )
     )
 
@@ -168,7 +176,7 @@ def rank(
         func.count().label("n"), func.coalesce(func.sum(scoped.c.length), 0).label("total")
     ).cte("stats")
     docs = (
-        _postings_in_scope(where, tokens, select(scoped.c.doc))
+        _postings_in_scope(connection, where, tokens, select(scoped.c.doc))
         .with_only_columns(
             p.doc,
             p.length,
@@ -303,11 +311,8 @@ def _rank_in_python(
     if not n_docs:
         return []
     avgdl = total_length / n_docs or 1.0
-    result = connection.execute(
-        _postings_in_scope(where, tokens, select(v.doc).where(*scope)).with_only_columns(
-            p.doc, p.term, p.tf, p.length
-        )
-    )
+    in_scope = _postings_in_scope(connection, where, tokens, select(v.doc).where(*scope))
+    result = connection.execute(in_scope.with_only_columns(p.doc, p.term, p.tf, p.length))
     docs: dict[Doc, tuple[int, dict[str, int]]] = {}
     for doc, term, tf, length in result:
         docs.setdefault(doc, (length, {}))[1][term] = tf
