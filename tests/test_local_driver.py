@@ -528,6 +528,27 @@ def test_an_erase_elsewhere_costs_a_reader_no_rescan_and_leaves_no_id(
         assert counts == {"loads": 1, "rescans": 0}
 
 
+def test_the_erasing_driver_goes_on_without_listing_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LocalDriver(tmp_path / "store") as driver:
+        for i in range(20):
+            driver.put(_row(f"mem_{i:03d}"))
+        assert len(driver.list(_where(), limit=100)) == 20
+        listings = []
+        names = driver._names
+        monkeypatch.setattr(driver, "_names", lambda path: listings.append(path) or names(path))
+        counts = _counting(driver, monkeypatch)
+        driver.erase("acme", "app", "p_ada", "mem_003")
+        assert {r.memory_id for r in driver.list(_where(), limit=100)} == {
+            f"mem_{i:03d}" for i in range(20) if i != 3
+        }
+        driver.put(_row("mem_new"))  # after its own erase, it follows the new log file
+        assert len(driver.list(_where(), limit=100)) == 20
+        # Reads: the erase's own (its versions), the put's check and the replayed new memory.
+        assert listings == [] and counts == {"loads": 3, "rescans": 0}
+
+
 def test_a_restarted_log_keeps_readers_close_behind_incremental(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

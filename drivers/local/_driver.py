@@ -220,7 +220,7 @@ class _Index:
     _INTS = ("tenant", "app", "subject", "kind", "trust", "agent", "session")
     _TIMES = ("created", "valid_from", "valid_to")
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, capacity: int = 64) -> None:
         self.size = 0
         self.live = 0
         self.naive: set[int] = set()  # slots of rows with a naive datetime
@@ -367,7 +367,7 @@ class _Index:
 
     def worn(self) -> bool:
         """Whether more slots are dead than alive (time to rebuild the columns)."""
-        return self.size - self.live > max(1024, self.live)
+        return self.size - self.live > max(256, self.live)
 
     def posting(self, token: str) -> tuple[npt.NDArray[np.intp], Ints] | None:
         packed = self.packed.get(token)
@@ -468,7 +468,7 @@ class _SubjectCache:
             self.memories[memory_id] = memory
             self.index.add([(memory_id, memory)])
         if self.index.worn():
-            self.index = _Index(max(1024, 2 * self.index.live))
+            self.index = _Index(max(64, 2 * self.index.live))
             self.index.add(self.memories.items())
 
 
@@ -648,8 +648,11 @@ class LocalDriver:
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
 
-    def _restart_log(self, folder: Path, *, erased: str | None, compact: bool = False) -> None:
-        """Replace the log with a new file of the same stream (holding the write lock).
+    def _restart_log(
+        self, folder: Path, *, erased: str | None, compact: bool = False
+    ) -> tuple[_Log, _Log] | None:
+        """Replace the log with a new file of the same stream (holding the write lock), and
+        return the old and the new file (``None`` if there was no log).
 
         With ``erased``, every line naming that memory is blanked; with ``compact``, or when
         the log is over the size limit, only its last lines are kept.
@@ -660,7 +663,7 @@ class LocalDriver:
                 stat = os.fstat(old.fileno())
                 content = old.read()
         except FileNotFoundError:
-            return  # no log yet: nothing names the memory
+            return None  # no log yet: nothing names the memory
         log = _parse_log(stat.st_ino, stat.st_size, content[:200])
         body = content[log.header :]
         base = log.base
@@ -672,6 +675,10 @@ class LocalDriver:
         nonce = secrets.token_hex(8)  # a new file even if the filesystem reuses the inode
         header = _LOG_HEADER + f"{log.stream} {base} {nonce}\n".encode("ascii")
         write_private(path, header + body)
+        new = _Log(
+            os.stat(path).st_ino, len(header) + len(body), log.stream, base, len(header), header
+        )
+        return log, new
 
     # -- reading ------------------------------------------------------------------------
 
@@ -737,6 +744,19 @@ class LocalDriver:
         self._reconcile(path, cache, check_inodes=False)  # an erase is not in the log
         return True
 
+    @staticmethod
+    def _moved(cache: _SubjectCache, old: _Log, new: _Log, before: int, after: int) -> None:
+        """After this driver's own erase: if the cache was current when it began (the same
+        log file, the folder unchanged since), go on in the new log file from the same
+        position, so the next read needs no listing of the folder."""
+        if cache.log is None or cache.log.file != old.file or cache.dir_mtime != before:
+            return
+        position = cache.position
+        if new.base <= position <= new.base + new.size - new.header:
+            cache.log = new
+            cache.offset = new.header + position - new.base
+            cache.dir_mtime = after
+
     def _replay(self, path: str, fd: int, cache: _SubjectCache, size: int) -> None:
         if size <= cache.offset:
             return
@@ -792,7 +812,7 @@ class LocalDriver:
             memory = self._load(path, memory_id)
             if memory is not None:
                 memories[memory_id] = memory
-        index = _Index(max(1024, 2 * sum(len(m.rows) for m in memories.values())))
+        index = _Index(max(64, 2 * sum(len(m.rows) for m in memories.values())))
         index.add(memories.items())
         return _SubjectCache(memories, index, log, offset, dir_mtime)
 
@@ -1045,16 +1065,20 @@ class LocalDriver:
         with self._writing(folder):
             stored = self._load(str(folder), memory_id)
             try:
+                before = os.stat(folder).st_mtime_ns
                 remove_durably(folder / f"{memory_id}.json")
                 # A hard erase leaves no trace, so the id is not logged: the log is copied
                 # with the id's lines blanked, and readers notice the file is gone.
-                self._restart_log(folder, erased=memory_id)
+                restarted = self._restart_log(folder, erased=memory_id)
+                after = os.stat(folder).st_mtime_ns
             except OSError as exc:
                 raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
         with self._lock:  # and this process keeps no copy of it either
             cache = self._caches.get(folder)
             if cache is not None:
                 cache.put(memory_id, None)
+                if restarted is not None:
+                    self._moved(cache, *restarted, before, after)
         versions = () if stored is None else tuple(r.version for r in stored.rows)
         return EraseResult(memory_id=memory_id, versions=versions, mode="hard")
 
