@@ -24,7 +24,6 @@ from sqlalchemy import (
     Row,
     and_,
     delete,
-    exists,
     false,
     func,
     insert,
@@ -354,7 +353,8 @@ class DbDriver:
                         if closed.rowcount != 1:
                             raise MemoryConflictError
                     doc = connection.execute(
-                        insert(VERSIONS).returning(v.doc), _row_values(row)
+                        insert(VERSIONS).returning(v.doc),
+                        {**_row_values(row), "embedded": vector is not None},
                     ).scalar_one()
                     postings = [
                         {
@@ -416,7 +416,16 @@ class DbDriver:
                 ) as connection:
                     for start in range(0, len(rows), _CHUNK):
                         chunk = rows[start : start + _CHUNK]
-                        connection.execute(insert(VERSIONS), [_row_values(row) for row in chunk])
+                        connection.execute(
+                            insert(VERSIONS),
+                            [
+                                {
+                                    **_row_values(row),
+                                    "embedded": (row.memory_id, row.version) in vectors,
+                                }
+                                for row in chunk
+                            ],
+                        )
                         docs = self._docs(connection, tenant, chunk)
                         postings = [
                             {
@@ -581,28 +590,26 @@ class DbDriver:
         pairs in ``known``.
 
         One snapshot, two steps: the keys of the matching rows that have an embedding (an
-        index-only scan of the filter's scope and a probe of the embeddings' primary key),
-        then the bytes of only the pairs the caller does not know, in chunks.
+        index-only scan of the filter's scope: ``embedded`` is in the covering index), then
+        the bytes of only the pairs the caller does not know, in chunks.
         """
         v, e = VERSIONS.c, EMBEDDINGS.c
         with (
             translated("reading embeddings"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            keys = connection.execute(
+            found = connection.execute(
                 select(v.subject, v.memory_id, v.version).where(
-                    *_scope(where, self.dialect),
-                    exists().where(
-                        e.tenant == v.tenant,
-                        e.app == v.app,
-                        e.memory_id == v.memory_id,
-                        e.version == v.version,
-                    ),
+                    *_scope(where, self.dialect), v.embedded.is_(True)
                 )
             ).all()
-            # Sorted here, in code-point order: a database collation may order text otherwise.
-            ordered = sorted((subject, memory_id, version) for subject, memory_id, version in keys)
-            missing = [(m, n) for _, m, n in ordered if (m, n) not in known]
+            # Sorted here, in code-point order (a database collation may order text
+            # otherwise); entries are tuples, so the sort compares in C.
+            entries = [VectorEntry(subject, m, n, None) for subject, m, n in found]
+            entries.sort()
+            missing = [
+                (entry[1], entry[2]) for entry in entries if (entry[1], entry[2]) not in known
+            ]
             sealed: dict[tuple[str, int], bytes] = {}
             for start in range(0, len(missing), _CHUNK):
                 chunk = missing[start : start + _CHUNK]
@@ -610,16 +617,19 @@ class DbDriver:
                     select(e.memory_id, e.version, e.sealed).where(
                         e.tenant == where.tenant,
                         e.app == where.app,
+                        # The ids seek the primary key; the pairs then pick the versions.
+                        e.memory_id.in_(sorted({m for m, _ in chunk})),
                         tuple_(e.memory_id, e.version).in_(chunk),
                     )
                 ):
                     sealed[(memory_id, version)] = bytes(blob)
-        wanted = set(missing)
+        if not sealed:
+            return entries
         return [
-            VectorEntry(subject, memory_id, version, sealed[(memory_id, version)])
-            if (memory_id, version) in wanted
-            else VectorEntry(subject, memory_id, version, None)
-            for subject, memory_id, version in ordered
+            entry._replace(sealed=sealed[(entry[1], entry[2])])
+            if (entry[1], entry[2]) in sealed
+            else entry
+            for entry in entries
         ]
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:

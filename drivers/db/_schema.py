@@ -9,12 +9,15 @@ Schema version 2 (the current one)::
                                                    reused while the version exists (SQLite:
                                                    the rowid; PostgreSQL: an identity column,
                                                    unique per tenant)
+        embedded                                   whether memory_embeddings holds the
+                                                   version's embedding (written with it)
         tenant app subject memory_id version kind labels trust agent session session_only
         pinned created_at recorded_at valid_from valid_to sealed length
         memory_versions_cover  (tenant, app, subject, valid_to, created_at, memory_id) and
-                               every other column a Filter reads, plus length and doc: list
-                               order, the scope of a read and the BM25 corpus statistics
-                               without touching the table (index-only)
+                               every other column a Filter reads, plus version, length,
+                               embedded and doc: list order, the scope of a read, the BM25
+                               corpus statistics and the keys of a scope's embeddings without
+                               touching the table (index-only)
     memory_postings   one row per blind term of a version: BM25 in SQL (tenant data, RLS)
         PK (tenant, app, subject, term, doc)   a term's documents, in doc order
         tf length                              the term's count in that version, and the
@@ -64,6 +67,7 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
+    false,
     func,
     insert,
     select,
@@ -233,6 +237,10 @@ def tables_v2(metadata: MetaData) -> tuple[Table, Table, Table, Table, Table]:
         Column("length", Integer, nullable=False),  # index terms in the text: BM25 doc length
         # Assigned by the database at INSERT (SQLite rowid, PostgreSQL identity).
         Column("doc", BigInteger, FetchedValue(), nullable=False),
+        # Whether the version has its sealed embedding in memory_embeddings: set with it, in
+        # the same transaction, and never changed (a version is never rewritten), so which
+        # rows of a scope have one is read from the covering index alone.
+        Column("embedded", Boolean, server_default=false(), nullable=False),
         PrimaryKeyConstraint("tenant", "app", "memory_id", "version", name="memory_versions_pkey"),
     )
     postings = Table(
@@ -362,7 +370,8 @@ _SQLITE_V2 = (
         labels TEXT NOT NULL, trust TEXT NOT NULL, agent TEXT NOT NULL, session TEXT,
         session_only BOOLEAN NOT NULL, pinned BOOLEAN NOT NULL, created_at BIGINT NOT NULL,
         recorded_at BIGINT NOT NULL, valid_from BIGINT NOT NULL, valid_to BIGINT,
-        sealed BLOB NOT NULL, length INTEGER NOT NULL)""",
+        sealed BLOB NOT NULL, length INTEGER NOT NULL,
+        embedded BOOLEAN NOT NULL DEFAULT 0)""",
     """INSERT INTO memory_versions (tenant, app, memory_id, version, subject, kind, labels,
         trust, agent, session, session_only, pinned, created_at, recorded_at, valid_from,
         valid_to, sealed, length)
@@ -375,7 +384,7 @@ _SQLITE_V2 = (
     # Every index entry ends with the rowid, which is doc: the index covers doc too.
     """CREATE INDEX memory_versions_cover ON memory_versions (tenant, app, subject, valid_to,
         created_at, memory_id, version, length, session_only, session, trust, agent, kind,
-        pinned, labels, valid_from)""",
+        pinned, labels, valid_from, embedded)""",
     "DROP INDEX memory_postings_memory",
     "ALTER TABLE memory_postings RENAME TO memory_postings_v1",
     """CREATE TABLE memory_postings (
@@ -400,12 +409,14 @@ _SQLITE_V2 = (
 _POSTGRES_V2_BEFORE_COPY = (
     f"""ALTER TABLE {PG_SCHEMA}.memory_versions
         ADD COLUMN doc bigint GENERATED ALWAYS AS IDENTITY""",
+    f"""ALTER TABLE {PG_SCHEMA}.memory_versions
+        ADD COLUMN embedded boolean NOT NULL DEFAULT false""",
     f"""CREATE UNIQUE INDEX memory_versions_doc ON {PG_SCHEMA}.memory_versions (tenant, doc)""",
     f"DROP INDEX {PG_SCHEMA}.memory_versions_scope",
     f"""CREATE INDEX memory_versions_cover ON {PG_SCHEMA}.memory_versions
         (tenant, app, subject, valid_to, created_at, memory_id)
         INCLUDE (version, length, session_only, session, trust, agent, kind, pinned, labels,
-                 valid_from, doc)""",
+                 valid_from, embedded, doc)""",
     f"DROP INDEX {PG_SCHEMA}.memory_postings_memory",
     f"ALTER TABLE {PG_SCHEMA}.memory_postings RENAME TO memory_postings_v1",
     f"""ALTER TABLE {PG_SCHEMA}.memory_postings_v1
