@@ -593,3 +593,65 @@ def test_a_write_that_never_reached_the_log_is_still_seen(tmp_path: Path) -> Non
             json.dumps({"versions": [local_driver._row_to_json(row)]}).encode(),
         )
         assert [r.memory_id for r in reader.list(_where(pinned=True), limit=10)] == ["mem_a"]
+
+
+CHURN = textwrap.dedent(
+    """
+    import os, random, sys
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+    from mainsdk_memory import MemoryConflictError
+    from mainsdk_memory.drivers import StoredRow
+    from mainsdk_memory.drivers.local import LocalDriver
+    import mainsdk_memory.drivers.local._driver as local_driver
+    local_driver._COMPACT_LOG_AT = 2000  # restart the log now and then, too
+    store, name, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rng = random.Random(seed)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    mine = []
+    with LocalDriver(store) as driver:
+        for step in range(150):
+            at += timedelta(seconds=1)
+            if not mine or rng.random() < 0.5:
+                memory_id = f"mem_{name}_{step:04d}"
+                driver.put(StoredRow("acme", "app", "p_ada", memory_id, 1, "fact", (),
+                                     "inferred", name, None, False, False, at, at, at, None,
+                                     os.urandom(16), {"tok_a": 1}, 1), vector=b"v")
+                mine.append(memory_id)
+            elif rng.random() < 0.5:
+                memory_id = rng.choice(mine)
+                current = driver.versions("acme", "app", ["p_ada"], memory_id)[-1]
+                driver.put(replace(current, version=current.version + 1, valid_from=at,
+                                   recorded_at=at), closes=current.version)
+            else:
+                memory_id = mine.pop(rng.randrange(len(mine)))
+                driver.erase("acme", "app", "p_ada", memory_id)
+    """
+)
+
+
+def test_a_reader_following_writers_and_erasers_elsewhere_ends_like_a_fresh_one(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    where = _where(subjects=("p_ada",))
+    with LocalDriver(store) as follower:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", CHURN, str(store), name, str(seed)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for seed, name in enumerate(("w1", "w2"))
+        ]
+        while any(proc.poll() is None for proc in procs):
+            follower.search(where, [{"tok_a"}], top_k=5)
+            follower.list(where, limit=3)
+        assert [proc.wait() for proc in procs] == [0, 0], [p.stderr.read() for p in procs]
+        with LocalDriver(store) as fresh:
+            assert follower.list(where, limit=10_000) == fresh.list(where, limit=10_000)
+            assert follower.vectors(where) == fresh.vectors(where)
+            query = [{"tok_a"}]
+            assert follower.search(where, query, top_k=500) == fresh.search(where, query, top_k=500)
+            past = _where(as_of=datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
+            assert follower.list(past, limit=10_000) == fresh.list(past, limit=10_000)
