@@ -20,12 +20,15 @@ a search filters with a few vector operations and scores only the rows holding a
 
 The change log is one stream of lines. When a writer starts a new log file (an erase, or
 when the log has grown large) the file opens with a header line
-``#mainsdk-memory-changes <stream> <base>``: the stream it continues and the stream position
-of its first byte. An erase copies the log with every line naming the erased memory blanked
-out (same length, so positions hold), since a hard erase leaves no trace of the id; a large
-log keeps only its tail. A reader that sees a new file of its stream goes on from its
-position and drops the memories whose files are gone (one listing of file names); only a
-reader left behind the kept tail, or a new one, reads every memory file.
+``#mainsdk-memory-changes <stream> <base> <nonce>``: the stream it continues, the stream
+position of its first byte, and a random nonce that tells this file from the one before even
+if the filesystem hands out the same inode again. An erase copies the log with every line
+naming the erased memory blanked out with dashes (same length, so positions hold), since a
+hard erase leaves no trace of the id; a large log keeps only its tail. A reader that sees a
+new file of its stream goes on from its position and drops the memories whose files are gone
+(one listing of file names); only a reader left behind the kept tail, or a new one, reads
+every memory file. A log without a header (a store written before headers) is a stream of
+its own, which its first restart continues; the format marker is unchanged.
 """
 
 from __future__ import annotations
