@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import builtins
 import json
+import math
 import os
 import random
 import signal
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import mainsdk_memory.drivers._protocol as protocol
 import mainsdk_memory.drivers.local._driver as local_driver
 from mainsdk_memory import ConfigurationError, Memory, tenant
 from mainsdk_memory._files import write_private
@@ -655,3 +658,33 @@ def test_a_reader_following_writers_and_erasers_elsewhere_ends_like_a_fresh_one(
             assert follower.search(where, query, top_k=500) == fresh.search(where, query, top_k=500)
             past = _where(as_of=datetime(2026, 1, 1, 0, 1, tzinfo=UTC))
             assert follower.list(past, limit=10_000) == fresh.list(past, limit=10_000)
+
+
+def _compensated_sum(items: Any, start: Any = 0) -> Any:
+    """``sum`` as Python 3.12 and later do it for floats (compensated), for this test on 3.11."""
+    items = list(items)
+    if any(isinstance(item, float) for item in items):
+        return math.fsum([start, *items])
+    return builtins.sum(items, start)
+
+
+def test_search_equals_the_reference_when_sum_compensates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Array arithmetic sums a row's terms one by one; the reference's ``sum`` rounds
+    differently on newer Pythons. The driver must still return the reference's scores."""
+    monkeypatch.setattr(protocol, "sum", _compensated_sum, raising=False)
+    monkeypatch.setattr(local_driver, "sum", _compensated_sum, raising=False)
+    rng = random.Random(11)
+    rows = []
+    with LocalDriver(tmp_path / "store") as driver:
+        for i in range(300):
+            row = _random_row(rng, f"mem_{i:04d}", T0 + timedelta(seconds=i // 3))
+            row = replace(row, subject="p_ada", trust="inferred", session_only=False)
+            driver.put(row)
+            rows.append(row)
+        for _ in range(200):
+            query = [{rng.choice(VOCABULARY)} for _ in range(rng.randint(2, 5))]
+            top_k = rng.choice((1, 5, 20))
+            got = driver.search(_where(), query, top_k=top_k)
+            assert got == protocol.bm25_rank(rows, query, top_k)
