@@ -8,7 +8,8 @@ Every call of the driver runs in exactly one database transaction (:func:`transa
   cells and freed pages are overwritten with zeros), the rollback journal (``journal_mode =
   DELETE``: no write-ahead log keeps old page images after a forget) and ``synchronous = FULL``.
 - PostgreSQL: every transaction starts with ``SET LOCAL ROLE mainsdk_memory_app`` (a role
-  without BYPASSRLS) and ``set_config('mainsdk.tenant', <tenant>, true)``; both end with the
+  without BYPASSRLS, set as ``set_config('role', …, true)``) and ``set_config('mainsdk.tenant',
+  <tenant>, true)``, in one statement; both end with the
   transaction, so a pooled connection never carries one call's tenant into the next.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, select, text
+from sqlalchemy import Connection, Engine, create_engine, event, func, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
@@ -233,8 +234,13 @@ def transaction(
             )
         with connection.begin():
             if dialect == "postgresql" and tenant is not None:
-                connection.execute(text(f"SET LOCAL ROLE {APP_ROLE}"))
-                connection.execute(select(func.set_config(TENANT_SETTING, tenant, True)))
+                # One round trip: set_config('role', ..., true) is SET LOCAL ROLE.
+                connection.execute(
+                    select(
+                        func.set_config("role", APP_ROLE, True),
+                        func.set_config(TENANT_SETTING, tenant, True),
+                    )
+                )
             yield connection
 
 

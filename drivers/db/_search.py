@@ -113,30 +113,6 @@ def _real(value: float) -> ColumnElement[Any]:
     return literal(value, Float)
 
 
-def _postings_in_scope(
-    connection: Connection, where: Filter, tokens: list[str], scope_docs: Any
-) -> Select[Any]:
-    """Postings of ``tokens`` of the filter's subjects whose version is in ``scope_docs``."""
-    p = POSTINGS.c
-    doc: ColumnElement[Any] = p.doc
-    if connection.dialect.name == "sqlite":
-        # An expression, not the column: SQLite would otherwise seek the primary key once per
-        # scope id, term and subject; this way it reads each term's postings in one range and
-        # probes the scope's ids.
-        doc = p.doc + 0
-    return (
-        select()
-        .select_from(POSTINGS)
-        .where(
-            p.tenant == where.tenant,
-            p.app == where.app,
-            p.subject.in_(where.subjects),
-            p.term.in_(tokens),
-            doc.in_(scope_docs),
-        )
-    )
-
-
 def _group_count(group: Counter[str]) -> ColumnElement[Any]:
     """A posting's count towards ``group``: its tf times the token's repetitions there."""
     p = POSTINGS.c
@@ -148,6 +124,17 @@ def _group_count(group: Counter[str]) -> ColumnElement[Any]:
         for repeat, tokens in sorted(by_repeat.items())
     ]
     return func.sum(case(*whens, else_=0))
+
+
+def _in_scope(connection: Connection, scope_docs: Any) -> ColumnElement[bool]:
+    """Postings whose version is one of ``scope_docs`` (a one-column select of doc ids)."""
+    doc: ColumnElement[Any] = POSTINGS.c.doc
+    if connection.dialect.name == "sqlite":
+        # An expression, not the column: SQLite would otherwise seek the primary key once per
+        # scope id, term and subject; this way it reads each term's postings in one range and
+        # probes the scope's ids.
+        doc = doc + 0
+    return doc.in_(scope_docs)
 
 
 def rank(
@@ -175,15 +162,28 @@ def rank(
     stats = select(
         func.count().label("n"), func.coalesce(func.sum(scoped.c.length), 0).label("total")
     ).cte("stats")
+    postings: Any = POSTINGS
+    in_scope = [_in_scope(connection, select(scoped.c.doc))]
+    if connection.dialect.name != "sqlite":
+        # A join, not IN: PostgreSQL need not make the scope's ids unique first.
+        postings = POSTINGS.join(scoped, scoped.c.doc == p.doc)
+        in_scope = []
     docs = (
-        _postings_in_scope(connection, where, tokens, select(scoped.c.doc))
-        .with_only_columns(
+        select(
             p.doc,
             p.length,
             *(
                 _group_count(Counter(dict(group))).label(f"tf{i}")
                 for i, group in enumerate(distinct)
             ),
+        )
+        .select_from(postings)
+        .where(
+            p.tenant == where.tenant,
+            p.app == where.app,
+            p.subject.in_(where.subjects),
+            p.term.in_(tokens),
+            *in_scope,
         )
         .group_by(p.doc, p.length)
         .cte("docs")
@@ -192,8 +192,8 @@ def rank(
     tf = [docs.c[f"tf{i}"] for i in range(len(distinct))]
     dfs = select(
         *(
-            func.coalesce(func.sum(case((column > 0, 1), else_=0)), 0).label(f"df{i}")
-            for i, column in enumerate(tf)
+            func.coalesce(func.sum(case((count > 0, 1), else_=0)), 0).label(f"df{i}")
+            for i, count in enumerate(tf)
         )
     ).cte("dfs")
     n = cast(stats.c.n, Float)
@@ -220,14 +220,14 @@ def rank(
     w = weights.c
     norm = _real(BM25_K1) * (_real(1.0 - BM25_B) + _real(BM25_B) * docs.c.length / w.avgdl)
     total: ColumnElement[Any] | None = None
-    for index, column in enumerate(tf):
+    for index, count in enumerate(tf):
         term = case(
             (
-                column > 0,
+                count > 0,
                 _real(multiplicity[index])
                 * w[f"idf{index}"]
-                * (column * _real(BM25_K1 + 1.0))
-                / (column + norm),
+                * (count * _real(BM25_K1 + 1.0))
+                / (count + norm),
             ),
             else_=_real(0.0),
         )
@@ -311,8 +311,15 @@ def _rank_in_python(
     if not n_docs:
         return []
     avgdl = total_length / n_docs or 1.0
-    in_scope = _postings_in_scope(connection, where, tokens, select(v.doc).where(*scope))
-    result = connection.execute(in_scope.with_only_columns(p.doc, p.term, p.tf, p.length))
+    result = connection.execute(
+        select(p.doc, p.term, p.tf, p.length).where(
+            p.tenant == where.tenant,
+            p.app == where.app,
+            p.subject.in_(where.subjects),
+            p.term.in_(tokens),
+            _in_scope(connection, select(v.doc).where(*scope)),
+        )
+    )
     docs: dict[Doc, tuple[int, dict[str, int]]] = {}
     for doc, term, tf, length in result:
         docs.setdefault(doc, (length, {}))[1][term] = tf
