@@ -315,6 +315,23 @@ class DbDriver:
         terms = self._terms(connection, tenant, [r.doc for r in found])
         return [_stored_row(r, terms[r.doc]) for r in found]
 
+    def _load(self, connection: Connection, tenant: str, docs: Sequence[int]) -> list[StoredRow]:
+        """The versions ``docs`` whole, in that order."""
+        v = VERSIONS.c
+        same_tenant = v.tenant == tenant
+        if self.dialect == "sqlite":
+            # doc is the rowid: an expression no index serves keeps SQLite from scanning the
+            # tenant's entries of memory_versions_key instead of seeking each rowid.
+            same_tenant = v.tenant + "" == tenant
+        found: dict[int, Row[Any]] = {}
+        ordered = sorted(set(docs))
+        for start in range(0, len(ordered), _CHUNK):
+            for row in connection.execute(
+                select(VERSIONS).where(same_tenant, v.doc.in_(ordered[start : start + _CHUNK]))
+            ):
+                found[row.doc] = row
+        return self._full_rows(connection, tenant, [found[doc] for doc in docs])
+
     # -- the protocol -------------------------------------------------------------------
 
     def put(
@@ -540,13 +557,18 @@ class DbDriver:
             translated("listing memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            found = connection.execute(
-                select(VERSIONS)
-                .where(*clauses)
-                .order_by(v.created_at.desc(), v.memory_id.desc())
-                .limit(limit)
-            ).all()
-            return self._full_rows(connection, where.tenant, found)
+            # The page's ids first, from the covering index alone; then only those rows whole.
+            docs = (
+                connection.execute(
+                    select(v.doc)
+                    .where(*clauses)
+                    .order_by(v.created_at.desc(), v.memory_id.desc())
+                    .limit(limit)
+                )
+                .scalars()
+                .all()
+            )
+            return self._load(connection, where.tenant, docs)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -559,7 +581,6 @@ class DbDriver:
         """
         if not query or top_k <= 0:
             return []
-        v = VERSIONS.c
         with (
             translated("searching memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
@@ -567,20 +588,8 @@ class DbDriver:
             ranked = rank(connection, where, _scope(where, self.dialect), query, top_k)
             if not ranked:
                 return []
-            found = connection.execute(
-                select(VERSIONS).where(
-                    v.tenant == where.tenant, v.doc.in_(sorted(doc for doc, _ in ranked))
-                )
-            ).all()
-            rows = {row.doc: row for row in found}
-            full = dict(
-                zip(
-                    rows,
-                    self._full_rows(connection, where.tenant, list(rows.values())),
-                    strict=True,
-                )
-            )
-        return [(full[doc], score) for doc, score in ranked]
+            rows = self._load(connection, where.tenant, [doc for doc, _ in ranked])
+        return [(row, score) for row, (_, score) in zip(rows, ranked, strict=True)]
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -659,11 +668,8 @@ class DbDriver:
                     e.tenant == tenant, e.app == app, e.subject == subject, e.memory_id == memory_id
                 )
             )
-            connection.execute(
-                delete(VERSIONS).where(
-                    v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id
-                )
-            )
+            if docs:
+                connection.execute(delete(VERSIONS).where(v.tenant == tenant, v.doc.in_(docs)))
         return EraseResult(
             memory_id=memory_id, versions=tuple(version for version, _ in erased), mode="hard"
         )
