@@ -306,11 +306,10 @@ class _Index:
                 _micros(row.created_at),
                 _micros(row.valid_from),
                 _FOREVER if row.valid_to is None else _micros(row.valid_to),
-                _micros(row.recorded_at),
             )
-            if None in times:
+            if None in times:  # (recorded_at is only ever ordered, by its timestamp())
                 self.naive.add(slot)
-                times = (0, 0, 0, 0)
+                times = (0, 0, 0)
             created.append(times[0])
             valid_from.append(times[1])
             valid_to.append(times[2])
@@ -428,7 +427,7 @@ class _Index:
                 return None
             mask &= ~(column[:n] & (self.times["created"][:n] < before))
         if where.kinds is not None:
-            mask &= among("kind", [kind for kind in codes if kind in where.kinds])
+            mask &= among("kind", where.kinds)
         if where.pinned is not None:
             mask &= self.pinned[:n] if where.pinned else ~self.pinned[:n]
         if where.as_of is None:
