@@ -394,6 +394,10 @@ def _hybrid_speed(speed: dict[str, Any], drivers: dict[str, Any]) -> str:
                if "hybrid" in v and v["hybrid"].get("status") != "ok"}
     if not (measured or skipped or embedding):
         return ""  # a result from before hybrid was measured
+    if not measured:
+        return "### hybrid recall (BM25 + vectors)\n\n" + "\n\n".join(
+            f"**{d}: hybrid {h.get('status')}** ({h.get('reason')})." for d, h in skipped.items()
+        )
     stand_in = (embedding or {}).get("stand_in", {})
     name = stand_in.get("embedder", "hashing-v1-384")
     parts = [
