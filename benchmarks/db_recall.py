@@ -39,13 +39,12 @@ from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 
-from sqlalchemy import insert, text
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from mainsdk_memory.drivers import TENANT_SUBJECT, Filter
+from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
-from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 
 TENANT, APP, PERSON = "acme", "app", "p_" + "a" * 32
 VOCABULARY = 20_000
@@ -99,8 +98,7 @@ def _token(vocabulary: str, rank: int) -> str:
 def fill(driver: DbDriver, count: int, rng: random.Random) -> None:
     """Bulk-insert ``count`` current memories for PERSON (5% revised) and 200 tenant ones."""
     zipf = Zipf(VOCABULARY, rng)
-    versions: list[dict[str, object]] = []
-    postings: list[dict[str, object]] = []
+    rows: list[StoredRow] = []
 
     def add(subject: str, vocabulary: str, n: int, version: int, valid_to: datetime | None,
             when: datetime) -> None:
@@ -109,19 +107,13 @@ def fill(driver: DbDriver, count: int, rng: random.Random) -> None:
         for _ in range(length):
             token = _token(vocabulary, zipf.draw())
             terms[token] = terms.get(token, 0) + 1
-        memory_id = f"mem_{n:026d}"
-        versions.append({
-            "tenant": TENANT, "app": APP, "memory_id": memory_id, "version": version,
-            "subject": subject, "kind": "fact", "labels": '["personal"]', "trust": "inferred",
-            "agent": "bot", "session": None, "session_only": False, "pinned": False,
-            "created_at": when, "recorded_at": when, "valid_from": when, "valid_to": valid_to,
-            "sealed": rng.randbytes(rng.randint(200, 600)), "length": length,
-        })
-        postings.extend(
-            {"tenant": TENANT, "app": APP, "subject": subject, "term": term,
-             "memory_id": memory_id, "version": version, "tf": tf}
-            for term, tf in terms.items()
-        )
+        rows.append(StoredRow(
+            tenant=TENANT, app=APP, subject=subject, memory_id=f"mem_{n:026d}",
+            version=version, kind="fact", labels=("personal",), trust="inferred", agent="bot",
+            session=None, session_only=False, pinned=False, created_at=when, recorded_at=when,
+            valid_from=when, valid_to=valid_to, sealed=rng.randbytes(rng.randint(200, 600)),
+            terms=terms, length=length,
+        ))
 
     for n in range(count):
         when = T0 + timedelta(seconds=n)
@@ -133,12 +125,9 @@ def fill(driver: DbDriver, count: int, rng: random.Random) -> None:
             add(PERSON, "p", n, 1, None, when)
     for n in range(count, count + 200):
         add(TENANT_SUBJECT, "t", n, 1, None, T0)
-    # Setup only: one big transaction as the URL's user (a superuser), not the driver's path.
-    with driver.engine.begin() as connection:
-        for start in range(0, len(versions), 5_000):
-            connection.execute(insert(VERSIONS), versions[start : start + 5_000])
-        for start in range(0, len(postings), 20_000):
-            connection.execute(insert(POSTINGS), postings[start : start + 20_000])
+    # Setup only: the driver's bulk_put (its own rows and postings, many per transaction).
+    for start in range(0, len(rows), 5_000):
+        driver.bulk_put(rows[start : start + 5_000])
     with driver.engine.connect() as connection:
         connection = connection.execution_options(isolation_level="AUTOCOMMIT")
         connection.execute(text("VACUUM ANALYZE" if driver.dialect == "postgresql" else "ANALYZE"))
