@@ -11,6 +11,7 @@ are opaque bytes in their own table, written with their version and erased with 
 from __future__ import annotations
 
 import builtins  # the method `list` shadows the builtin in annotations
+import functools
 import json
 from collections.abc import Collection, Container, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -18,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    ColumnElement,
     Connection,
     Engine,
+    Integer,
     Row,
+    Select,
     and_,
+    bindparam,
     delete,
-    false,
     func,
     insert,
-    not_,
     or_,
     select,
     text,
@@ -40,7 +41,6 @@ from sqlalchemy.exc import IntegrityError
 
 from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
 from mainsdk_memory.drivers._protocol import (
-    QUARANTINED_TRUST,
     Capabilities,
     EraseResult,
     Filter,
@@ -65,6 +65,14 @@ from mainsdk_memory.drivers.db._schema import (
     apply_migrations,
     check_version,
     stored_version,
+)
+from mainsdk_memory.drivers.db._scope import (
+    ScopeShape,
+    has_label,
+    same_tenant,
+    scope_clauses,
+    scope_params,
+    scope_shape,
 )
 from mainsdk_memory.drivers.db._search import rank
 
@@ -128,47 +136,49 @@ def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
     )
 
 
-def _has_label(dialect: str, label: str) -> ColumnElement[bool]:
-    """Whether a row's labels (a JSON array) hold ``label``: an exact substring test for the
-    label's JSON string, quotes included (labels never contain a quote or ``", "``)."""
-    find = func.instr if dialect == "sqlite" else func.strpos
-    return find(VERSIONS.c.labels, json.dumps(label)) > 0
-
-
-def _scope(where: Filter, dialect: str) -> list[ColumnElement[bool]]:
-    """``where`` as SQL over :data:`VERSIONS`; the same rows :meth:`Filter.matches` accepts."""
+@functools.lru_cache(maxsize=128)
+def _list_statement(dialect: str, shape: ScopeShape, paged: bool) -> Select[Any]:
+    """A page's document ids, newest first, from the covering index alone."""
     v = VERSIONS.c
-    clauses: list[ColumnElement[bool]] = [
-        v.tenant == where.tenant,
-        v.app == where.app,
-        v.subject.in_(where.subjects),
-    ]
-    # A session_only row, and a quarantined (untrusted) row, show only in its own session
-    # (unless the filter lifts the session rules: a person's view of everything about them).
-    if getattr(where, "any_session", False):
-        pass
-    elif where.session is None:
-        clauses.append(v.session_only.is_(False))
-        clauses.append(v.trust != QUARANTINED_TRUST)
-    else:
-        same_session = v.session == where.session
-        clauses.append(or_(v.session_only.is_(False), same_session))
-        clauses.append(or_(v.trust != QUARANTINED_TRUST, same_session))
-    if where.written_by is not None:
-        clauses.append(v.agent == where.written_by)
-    for label, cutoff in getattr(where, "retention", ()):
-        # Past its label's retention a memory is not returned, even before a sweep.
-        clauses.append(not_(and_(_has_label(dialect, label), v.created_at < cutoff)))
-    if where.kinds is not None:
-        clauses.append(v.kind.in_(sorted(where.kinds)) if where.kinds else false())
-    if where.pinned is not None:
-        clauses.append(v.pinned.is_(where.pinned))
-    if where.as_of is None:
-        clauses.append(v.valid_to.is_(None))
-    else:
-        clauses.append(v.valid_from <= where.as_of)
-        clauses.append(or_(v.valid_to.is_(None), v.valid_to > where.as_of))
-    return clauses
+    clauses = scope_clauses(shape, dialect)
+    if paged:
+        created, memory_id = bindparam("after_created"), bindparam("after_id")
+        clauses.append(
+            or_(v.created_at < created, and_(v.created_at == created, v.memory_id < memory_id))
+        )
+    return (
+        select(v.doc)
+        .where(*clauses)
+        .order_by(v.created_at.desc(), v.memory_id.desc())
+        .limit(bindparam("limit", type_=Integer()))
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def _vector_keys_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
+    """The keys of a scope's rows that have an embedding, from the covering index alone."""
+    v = VERSIONS.c
+    return select(v.subject, v.memory_id, v.version).where(
+        *scope_clauses(shape, dialect), v.embedded.is_(True)
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _rows_statement(dialect: str) -> Select[Any]:
+    """Whole versions by document id."""
+    return select(VERSIONS).where(
+        same_tenant(dialect, bindparam("tenant")),
+        VERSIONS.c.doc.in_(bindparam("docs", expanding=True)),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _terms_statement() -> Select[Any]:
+    """The postings of versions, by document id."""
+    p = POSTINGS.c
+    return select(p.doc, p.term, p.tf).where(
+        p.tenant == bindparam("tenant"), p.doc.in_(bindparam("docs", expanding=True))
+    )
 
 
 class DbDriver:
@@ -297,13 +307,10 @@ class DbDriver:
     ) -> dict[int, dict[str, int]]:
         """The blind terms of the given versions, by document id."""
         found: dict[int, dict[str, int]] = {doc: {} for doc in docs}
-        p = POSTINGS.c
         ordered = sorted(found)
         for start in range(0, len(ordered), _CHUNK):
             result = connection.execute(
-                select(p.doc, p.term, p.tf).where(
-                    p.tenant == tenant, p.doc.in_(ordered[start : start + _CHUNK])
-                )
+                _terms_statement(), {"tenant": tenant, "docs": ordered[start : start + _CHUNK]}
             )
             for doc, term, tf in result:
                 found[doc][term] = tf
@@ -317,17 +324,12 @@ class DbDriver:
 
     def _load(self, connection: Connection, tenant: str, docs: Sequence[int]) -> list[StoredRow]:
         """The versions ``docs`` whole, in that order."""
-        v = VERSIONS.c
-        same_tenant = v.tenant == tenant
-        if self.dialect == "sqlite":
-            # doc is the rowid: an expression no index serves keeps SQLite from scanning the
-            # tenant's entries of memory_versions_key instead of seeking each rowid.
-            same_tenant = v.tenant + "" == tenant
         found: dict[int, Row[Any]] = {}
         ordered = sorted(set(docs))
+        statement = _rows_statement(self.dialect)
         for start in range(0, len(ordered), _CHUNK):
             for row in connection.execute(
-                select(VERSIONS).where(same_tenant, v.doc.in_(ordered[start : start + _CHUNK]))
+                statement, {"tenant": tenant, "docs": ordered[start : start + _CHUNK]}
             ):
                 found[row.doc] = row
         return self._full_rows(connection, tenant, [found[doc] for doc in docs])
@@ -546,28 +548,16 @@ class DbDriver:
         """Matching rows, newest ``created_at`` first (then greater memory id)."""
         if limit <= 0:
             return []
-        v = VERSIONS.c
-        clauses = _scope(where, self.dialect)
+        statement = _list_statement(self.dialect, scope_shape(where), after is not None)
+        params = {**scope_params(where), "limit": limit}
         if after is not None:
-            created, memory_id = after
-            clauses.append(
-                or_(v.created_at < created, and_(v.created_at == created, v.memory_id < memory_id))
-            )
+            params["after_created"], params["after_id"] = after
         with (
             translated("listing memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
             # The page's ids first, from the covering index alone; then only those rows whole.
-            docs = (
-                connection.execute(
-                    select(v.doc)
-                    .where(*clauses)
-                    .order_by(v.created_at.desc(), v.memory_id.desc())
-                    .limit(limit)
-                )
-                .scalars()
-                .all()
-            )
+            docs = connection.execute(statement, params).scalars().all()
             return self._load(connection, where.tenant, docs)
 
     def search(
@@ -585,7 +575,7 @@ class DbDriver:
             translated("searching memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            ranked = rank(connection, where, _scope(where, self.dialect), query, top_k)
+            ranked = rank(connection, where, query, top_k)
             if not ranked:
                 return []
             rows = self._load(connection, where.tenant, [doc for doc, _ in ranked])
@@ -602,15 +592,13 @@ class DbDriver:
         index-only scan of the filter's scope: ``embedded`` is in the covering index), then
         the bytes of only the pairs the caller does not know, in chunks.
         """
-        v, e = VERSIONS.c, EMBEDDINGS.c
+        e = EMBEDDINGS.c
         with (
             translated("reading embeddings"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
             found = connection.execute(
-                select(v.subject, v.memory_id, v.version).where(
-                    *_scope(where, self.dialect), v.embedded.is_(True)
-                )
+                _vector_keys_statement(self.dialect, scope_shape(where)), scope_params(where)
             ).all()
             # Sorted here, in code-point order (a database collation may order text
             # otherwise); entries are tuples, so the sort compares in C.
@@ -684,7 +672,7 @@ class DbDriver:
         v = VERSIONS.c
         past = or_(
             *(
-                and_(_has_label(self.dialect, label), v.created_at < cutoff)
+                and_(has_label(self.dialect, json.dumps(label)), v.created_at < cutoff)
                 for label, cutoff in retention
             )
         )

@@ -26,6 +26,7 @@ database).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -37,8 +38,10 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Float,
+    Integer,
     Select,
     and_,
+    bindparam,
     case,
     cast,
     func,
@@ -49,6 +52,13 @@ from sqlalchemy import (
 
 from mainsdk_memory.drivers._protocol import BM25_B, BM25_K1, TRUST_RANK, Filter
 from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
+from mainsdk_memory.drivers.db._scope import (
+    ScopeShape,
+    same_tenant,
+    scope_clauses,
+    scope_params,
+    scope_shape,
+)
 
 __all__ = ["rank"]
 
@@ -113,23 +123,15 @@ def _real(value: float) -> ColumnElement[Any]:
     return literal(value, Float)
 
 
-def _group_count(group: Counter[str]) -> ColumnElement[Any]:
-    """A posting's count towards ``group``: its tf times the token's repetitions there."""
-    p = POSTINGS.c
-    by_repeat: dict[int, list[str]] = {}
-    for token, repeat in sorted(group.items()):
-        by_repeat.setdefault(repeat, []).append(token)
-    whens = [
-        (p.term.in_(tokens), p.tf if repeat == 1 else p.tf * repeat)
-        for repeat, tokens in sorted(by_repeat.items())
-    ]
-    return func.sum(case(*whens, else_=0))
+GroupShape = tuple[int, ...]
+"""The repetition counts a query group's tokens have (ascending, distinct): ``(1,)`` for a
+group whose tokens appear once each."""
 
 
-def _in_scope(connection: Connection, scope_docs: Any) -> ColumnElement[bool]:
+def _in_scope(dialect: str, scope_docs: Any) -> ColumnElement[bool]:
     """Postings whose version is one of ``scope_docs`` (a one-column select of doc ids)."""
     doc: ColumnElement[Any] = POSTINGS.c.doc
-    if connection.dialect.name == "sqlite":
+    if dialect == "sqlite":
         # An expression, not the column: SQLite would otherwise seek the primary key once per
         # scope id, term and subject; this way it reads each term's postings in one range and
         # probes the scope's ids.
@@ -137,59 +139,64 @@ def _in_scope(connection: Connection, scope_docs: Any) -> ColumnElement[bool]:
     return doc.in_(scope_docs)
 
 
-def rank(
-    connection: Connection,
-    where: Filter,
-    scope: list[ColumnElement[bool]],
-    query: Sequence[Collection[str]],
-    top_k: int,
-) -> list[tuple[Doc, float]]:
-    """The top ``k`` documents for ``query`` among the rows ``scope`` selects, with scores."""
-    groups = [Counter(group) for group in query]
-    tokens = sorted({token for group in groups for token in group})
-    if not tokens:
-        return []
-    distinct = list(dict.fromkeys(tuple(sorted(group.items())) for group in groups))
-    if len(distinct) > _MAX_SQL_GROUPS:
-        return _rank_in_python(connection, where, scope, groups, tokens, top_k)
-    slot = {group: index for index, group in enumerate(distinct)}
-    slots = [slot[tuple(sorted(group.items()))] for group in groups]
-    multiplicity = [slots.count(index) for index in range(len(distinct))]
+@functools.lru_cache(maxsize=256)
+def _statements(
+    dialect: str, shape: ScopeShape, groups: tuple[GroupShape, ...]
+) -> tuple[Select[Any], Select[Any]]:
+    """The ranking statement (best ``:limit``) and the tie-block statement (every document
+    whose SQL score is at least ``:threshold``) for one shape of filter and query.
 
+    Every value is a bind parameter (:func:`_params`), so a statement is built once per shape
+    and only executed afterwards.
+    """
     v, p = VERSIONS.c, POSTINGS.c
     # The filter's scope, once: an index-only scan of memory_versions_cover.
-    scoped = select(v.doc, v.length).where(*scope).cte("scoped").prefix_with("MATERIALIZED")
+    scoped = (
+        select(v.doc, v.length)
+        .where(*scope_clauses(shape, dialect))
+        .cte("scoped")
+        .prefix_with("MATERIALIZED")
+    )
     stats = select(
         func.count().label("n"), func.coalesce(func.sum(scoped.c.length), 0).label("total")
     ).cte("stats")
     postings: Any = POSTINGS
-    in_scope = [_in_scope(connection, select(scoped.c.doc))]
-    if connection.dialect.name != "sqlite":
+    in_scope = [_in_scope(dialect, select(scoped.c.doc))]
+    if dialect != "sqlite":
         # A join, not IN: PostgreSQL need not make the scope's ids unique first.
         postings = POSTINGS.join(scoped, scoped.c.doc == p.doc)
         in_scope = []
+
+    def count_of(index: int, repeats: GroupShape) -> ColumnElement[Any]:
+        # A posting's count towards the group: its tf times its token's repetitions there.
+        whens = [
+            (
+                p.term.in_(bindparam(f"group_{index}_{repeat}", expanding=True)),
+                p.tf if repeat == 1 else p.tf * repeat,
+            )
+            for repeat in repeats
+        ]
+        return func.sum(case(*whens, else_=0))
+
     docs = (
         select(
             p.doc,
             p.length,
-            *(
-                _group_count(Counter(dict(group))).label(f"tf{i}")
-                for i, group in enumerate(distinct)
-            ),
+            *(count_of(index, repeats).label(f"tf{index}") for index, repeats in enumerate(groups)),
         )
         .select_from(postings)
         .where(
-            p.tenant == where.tenant,
-            p.app == where.app,
-            p.subject.in_(where.subjects),
-            p.term.in_(tokens),
+            p.tenant == bindparam("tenant"),
+            p.app == bindparam("app"),
+            p.subject.in_(bindparam("subjects", expanding=True)),
+            p.term.in_(bindparam("tokens", expanding=True)),
             *in_scope,
         )
         .group_by(p.doc, p.length)
         .cte("docs")
         .prefix_with("MATERIALIZED")
     )
-    tf = [docs.c[f"tf{i}"] for i in range(len(distinct))]
+    tf = [docs.c[f"tf{i}"] for i in range(len(groups))]
     dfs = select(
         *(
             func.coalesce(func.sum(case((count > 0, 1), else_=0)), 0).label(f"df{i}")
@@ -210,7 +217,7 @@ def rank(
                 func.ln(
                     _real(1.0) + (n - dfs.c[f"df{i}"] + _real(0.5)) / (dfs.c[f"df{i}"] + _real(0.5))
                 ).label(f"idf{i}")
-                for i in range(len(distinct))
+                for i in range(len(groups))
             ),
         )
         .select_from(stats.join(dfs, true()))
@@ -224,7 +231,7 @@ def rank(
         term = case(
             (
                 count > 0,
-                _real(multiplicity[index])
+                bindparam(f"times_{index}", type_=Float())
                 * w[f"idf{index}"]
                 * (count * _real(BM25_K1 + 1.0))
                 / (count + norm),
@@ -234,7 +241,7 @@ def rank(
         total = term if total is None else total + term
     assert total is not None  # noqa: S101 - there is at least one group
     ranked = (
-        select(docs, w.n, w.total, *(w[f"df{i}"] for i in range(len(distinct))), total.label("raw"))
+        select(docs, w.n, w.total, *(w[f"df{i}"] for i in range(len(groups))), total.label("raw"))
         .select_from(docs.join(weights, true()))
         .subquery("ranked")
     )
@@ -242,12 +249,53 @@ def rank(
     def with_tie_keys(chosen: Any) -> Select[Any]:
         # The tie keys of the few chosen documents, from their versions (by tenant and doc).
         return select(chosen, v.memory_id, v.trust, v.recorded_at).select_from(
-            chosen.join(VERSIONS, and_(v.tenant == where.tenant, v.doc == chosen.c.doc))
+            chosen.join(VERSIONS, and_(v.tenant == bindparam("tenant"), v.doc == chosen.c.doc))
         )
 
+    top = (
+        select(ranked)
+        .order_by(ranked.c.raw.desc())
+        .limit(bindparam("limit", type_=Integer()))
+        .subquery("top")
+    )
+    block = (
+        select(ranked)
+        .where(ranked.c.raw >= bindparam("threshold", type_=Float()))
+        .subquery("block")
+    )
+    return with_tie_keys(top), with_tie_keys(block)
+
+
+def rank(
+    connection: Connection, where: Filter, query: Sequence[Collection[str]], top_k: int
+) -> list[tuple[Doc, float]]:
+    """The top ``k`` documents for ``query`` among the rows ``where`` selects, with scores."""
+    groups = [Counter(group) for group in query]
+    tokens = sorted({token for group in groups for token in group})
+    if not tokens:
+        return []
+    dialect = connection.dialect.name
+    shape = scope_shape(where)
+    params = dict(scope_params(where))
+    distinct = list(dict.fromkeys(tuple(sorted(group.items())) for group in groups))
+    if len(distinct) > _MAX_SQL_GROUPS:
+        return _rank_in_python(connection, dialect, shape, params, groups, tokens, top_k)
+    slot = {group: index for index, group in enumerate(distinct)}
+    slots = [slot[tuple(sorted(group.items()))] for group in groups]
+    group_shapes: list[GroupShape] = []
+    for index, group in enumerate(distinct):
+        by_repeat: dict[int, list[str]] = {}
+        for token, repeat in group:
+            by_repeat.setdefault(repeat, []).append(token)
+        group_shapes.append(tuple(sorted(by_repeat)))
+        for repeat, members in by_repeat.items():
+            params[f"group_{index}_{repeat}"] = sorted(members)
+        params[f"times_{index}"] = float(slots.count(index))
+    params["tokens"] = tokens
+    top, block = _statements(dialect, shape, tuple(group_shapes))
+
     limit = top_k + _MARGIN
-    top = select(ranked).order_by(ranked.c.raw.desc()).limit(limit).subquery("top")
-    rows = connection.execute(with_tie_keys(top)).all()
+    rows = connection.execute(top, {**params, "limit": limit}).all()
     if not rows:
         return []
     # Python redoes the arithmetic from the counts, exactly as bm25_rank does.
@@ -288,24 +336,25 @@ def rank(
         if left_out >= kth.score:
             # A left-out document could tie or beat the k-th: fetch all that could.
             threshold = min(kth.raw, ceiling) * (1.0 - _EPSILON)
-            block = select(ranked).where(ranked.c.raw >= _real(threshold)).subquery("block")
-            rows = connection.execute(with_tie_keys(block)).all()
+            rows = connection.execute(block, {**params, "threshold": threshold}).all()
             best = _best(candidates(rows), top_k)
     return [(c.doc, c.score) for c in best]
 
 
 def _rank_in_python(
     connection: Connection,
-    where: Filter,
-    scope: list[ColumnElement[bool]],
+    dialect: str,
+    shape: ScopeShape,
+    params: dict[str, Any],
     groups: list[Counter[str]],
     tokens: list[str],
     top_k: int,
 ) -> list[tuple[Doc, float]]:
     """The plain path: per-token counts of every matching document, ranked in Python."""
     v, p = VERSIONS.c, POSTINGS.c
+    scope = scope_clauses(shape, dialect)
     n_docs, total_length = connection.execute(
-        select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope)
+        select(func.count(), func.coalesce(func.sum(v.length), 0)).where(*scope), params
     ).one()
     n_docs, total_length = int(n_docs), int(total_length)
     if not n_docs:
@@ -313,12 +362,13 @@ def _rank_in_python(
     avgdl = total_length / n_docs or 1.0
     result = connection.execute(
         select(p.doc, p.term, p.tf, p.length).where(
-            p.tenant == where.tenant,
-            p.app == where.app,
-            p.subject.in_(where.subjects),
+            p.tenant == bindparam("tenant"),
+            p.app == bindparam("app"),
+            p.subject.in_(bindparam("subjects", expanding=True)),
             p.term.in_(tokens),
-            _in_scope(connection, select(v.doc).where(*scope)),
-        )
+            _in_scope(dialect, select(v.doc).where(*scope)),
+        ),
+        params,
     )
     docs: dict[Doc, tuple[int, dict[str, int]]] = {}
     for doc, term, tf, length in result:
@@ -348,7 +398,7 @@ def _rank_in_python(
         chunk = contenders[start : start + _CHUNK]
         for doc, memory_id, trust, recorded_at in connection.execute(
             select(v.doc, v.memory_id, v.trust, v.recorded_at).where(
-                v.tenant == where.tenant, v.doc.in_(chunk)
+                same_tenant(dialect, params["tenant"]), v.doc.in_(chunk)
             )
         ):
             found.append(

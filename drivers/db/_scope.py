@@ -1,0 +1,147 @@
+"""A :class:`Filter` as SQL over ``memory_versions``: the same rows :meth:`Filter.matches` accepts.
+
+The clauses are built from the filter's *shape* (which rules apply: a session or none, a
+writing agent, how many retention labels, kinds, pin, a point in time) with named bind
+parameters, and the values come separately (:func:`scope_params`). Statements built on a
+shape are cached by the modules that use them, so a call pays for binding values, not for
+building and keying a new SQLAlchemy expression tree (which cost more than the query itself
+on a small store).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, bindparam, false, func, not_, or_
+
+from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, Filter
+from mainsdk_memory.drivers.db._schema import VERSIONS
+
+__all__ = [
+    "ScopeShape",
+    "has_label",
+    "same_tenant",
+    "scope_clauses",
+    "scope_params",
+    "scope_shape",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeShape:
+    """Which rules of a filter apply; filters of one shape share their SQL."""
+
+    session: bool
+    """A session is named (its own session-only and quarantined rows are visible)."""
+    any_session: bool
+    written_by: bool
+    retention: int
+    """How many ``(label, cutoff)`` rules."""
+    kinds: int | None
+    """``None``: any kind; ``0``: no kind at all; else how many kinds."""
+    pinned: bool | None
+    as_of: bool
+
+
+def scope_shape(where: Filter) -> ScopeShape:
+    """The shape of ``where``."""
+    kinds = where.kinds
+    return ScopeShape(
+        session=where.session is not None,
+        any_session=bool(getattr(where, "any_session", False)),
+        written_by=where.written_by is not None,
+        retention=len(getattr(where, "retention", ())),
+        kinds=None if kinds is None else len(kinds),
+        pinned=where.pinned,
+        as_of=where.as_of is not None,
+    )
+
+
+def has_label(dialect: str, label: Any) -> ColumnElement[bool]:
+    """Whether a row's labels (a JSON array) hold ``label`` (a label's JSON string, quotes
+    included, or a bind parameter for one): an exact substring test, since labels never
+    contain a quote or ``", "``."""
+    find = func.instr if dialect == "sqlite" else func.strpos
+    return find(VERSIONS.c.labels, label) > 0
+
+
+def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
+    """The clauses of ``shape`` over :data:`VERSIONS`, with the bind parameters that
+    :func:`scope_params` fills."""
+    v = VERSIONS.c
+    clauses: list[ColumnElement[bool]] = [
+        v.tenant == bindparam("tenant"),
+        v.app == bindparam("app"),
+        v.subject.in_(bindparam("subjects", expanding=True)),
+    ]
+    # A session_only row, and a quarantined (untrusted) row, show only in its own session
+    # (unless the filter lifts the session rules: a person's view of everything about them).
+    if shape.any_session:
+        pass
+    elif not shape.session:
+        clauses.append(v.session_only.is_(False))
+        clauses.append(v.trust != QUARANTINED_TRUST)
+    else:
+        same_session = v.session == bindparam("session")
+        clauses.append(or_(v.session_only.is_(False), same_session))
+        clauses.append(or_(v.trust != QUARANTINED_TRUST, same_session))
+    if shape.written_by:
+        clauses.append(v.agent == bindparam("written_by"))
+    for index in range(shape.retention):
+        # Past its label's retention a memory is not returned, even before a sweep.
+        label = bindparam(f"retention_label_{index}")
+        clauses.append(
+            not_(
+                and_(
+                    has_label(dialect, label),
+                    v.created_at < bindparam(f"retention_cutoff_{index}"),
+                )
+            )
+        )
+    if shape.kinds is not None:
+        clauses.append(v.kind.in_(bindparam("kinds", expanding=True)) if shape.kinds else false())
+    if shape.pinned is not None:
+        clauses.append(v.pinned.is_(shape.pinned))
+    if not shape.as_of:
+        clauses.append(v.valid_to.is_(None))
+    else:
+        clauses.append(v.valid_from <= bindparam("as_of"))
+        clauses.append(or_(v.valid_to.is_(None), v.valid_to > bindparam("as_of")))
+    return clauses
+
+
+def scope_params(where: Filter) -> Mapping[str, Any]:
+    """The values of ``where`` for :func:`scope_clauses` of its shape."""
+    params: dict[str, Any] = {
+        "tenant": where.tenant,
+        "app": where.app,
+        "subjects": list(where.subjects),
+    }
+    if where.session is not None:
+        params["session"] = where.session
+    if where.written_by is not None:
+        params["written_by"] = where.written_by
+    for index, (label, cutoff) in enumerate(getattr(where, "retention", ())):
+        params[f"retention_label_{index}"] = json.dumps(label)
+        params[f"retention_cutoff_{index}"] = cutoff
+    if where.kinds:
+        params["kinds"] = sorted(where.kinds)
+    if where.as_of is not None:
+        params["as_of"] = where.as_of
+    return params
+
+
+def same_tenant(dialect: str, tenant: Any) -> ColumnElement[bool]:
+    """``memory_versions.tenant = tenant`` where rows are then picked by document id.
+
+    On SQLite doc is the rowid: as an expression no index serves, the tenant test keeps the
+    planner (which has no statistics) from scanning the tenant's entries of an index instead
+    of seeking each rowid.
+    """
+    column: ColumnElement[Any] = VERSIONS.c.tenant
+    if dialect == "sqlite":
+        column = column + ""
+    return column == tenant
