@@ -14,9 +14,10 @@ A vector written by another embedder (another ``name``) is not comparable with a
 this one: it is left out of vector ranking (BM25 still finds its memory) and counted.
 
 Opened vectors are cached per subject in this process so a recall moves and opens only what
-is new. The cache forgets an erased memory at once when the erase runs here, a whole subject
-when its person is erased here, and anything a driver stopped returning (an erase in another
-process) after :data:`PRUNE_EVERY` recalls of that subject; at most :data:`MAX_SUBJECTS`
+is new, and the stacked matrix of a view is reused while the driver returns the same entries.
+The cache forgets an erased memory at once when the erase runs here, a whole subject when its
+person is erased here, and anything no longer current in the store (an erase in another
+process) every :data:`PRUNE_EVERY` recalls of that subject; at most :data:`MAX_SUBJECTS`
 subjects are kept.
 """
 
@@ -92,8 +93,18 @@ def check_embedder(embedder: object) -> Embedder:
 class _Subject:
     opened: dict[tuple[str, int], npt.NDArray[np.float32] | None] = field(default_factory=dict)
     """``(memory id, version)`` → its vector, or ``None`` when another embedder wrote it."""
-    seen: dict[tuple[str, int], int] = field(default_factory=dict)
     calls: int = 0
+
+
+@dataclass
+class _Stack:
+    """The matrix of one view's vectors, kept while the driver returns the same entries."""
+
+    entries: list[VectorEntry]
+    """What the driver returned, with ``sealed=None``: a warm recall compares against it."""
+    keys: list[Key]
+    matrix: npt.NDArray[np.float32] | None
+    foreign: int
 
 
 @dataclass
@@ -104,6 +115,22 @@ class Ranked:
     foreign: int
 
 
+def _view(where: Filter) -> tuple[object, ...]:
+    """What selects a stacked matrix: the filter without its retention cutoffs, which move
+    with the clock (the entries comparison catches what they hide)."""
+    return (
+        where.tenant,
+        where.app,
+        where.subjects,
+        where.session,
+        where.kinds,
+        where.as_of,
+        where.pinned,
+        where.written_by,
+        where.any_session,
+    )
+
+
 class VectorIndex:
     """One embedder and the vectors this process has opened, per subject."""
 
@@ -111,7 +138,9 @@ class VectorIndex:
         self.embedder = check_embedder(embedder)
         self._lock = threading.Lock()
         self._subjects: OrderedDict[tuple[str, str, str], _Subject] = OrderedDict()
-        self._stacks: dict[tuple[str, str, tuple[str, ...]], tuple[list[Key], np.ndarray]] = {}
+        self._known: set[tuple[str, int]] = set()
+        """Every ``(memory id, version)`` opened in any cached subject (ids are unique)."""
+        self._stacks: OrderedDict[tuple[object, ...], _Stack] = OrderedDict()
 
     @property
     def name(self) -> str:
@@ -143,26 +172,43 @@ class VectorIndex:
         if cache is None:
             cache = self._subjects[key] = _Subject()
             while len(self._subjects) > MAX_SUBJECTS:
-                self._subjects.popitem(last=False)
+                _, evicted = self._subjects.popitem(last=False)
+                self._forget_pairs(evicted, list(evicted.opened))
         else:
             self._subjects.move_to_end(key)
         return cache
+
+    def _forget_pairs(self, cache: _Subject, pairs: list[tuple[str, int]]) -> None:
+        for pair in pairs:
+            cache.opened.pop(pair, None)
+            self._known.discard(pair)
+        if pairs:
+            self._stacks.clear()
 
     def discard(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
         """Drop every opened version of ``memory_id`` (it was erased here)."""
         with self._lock:
             cache = self._subjects.get((tenant, app, subject))
             if cache is not None:
-                for key in [key for key in cache.opened if key[0] == memory_id]:
-                    del cache.opened[key]
-                    cache.seen.pop(key, None)
+                self._forget_pairs(cache, [p for p in cache.opened if p[0] == memory_id])
             self._stacks.clear()
 
     def drop_subject(self, tenant: str, app: str, subject: str) -> None:
         """Drop everything opened of ``subject`` (its person was erased here)."""
         with self._lock:
-            self._subjects.pop((tenant, app, subject), None)
+            cache = self._subjects.pop((tenant, app, subject), None)
+            if cache is not None:
+                self._forget_pairs(cache, list(cache.opened))
             self._stacks.clear()
+
+    def _prune(self, driver: VectorDriver, where: Filter, subject: str, cache: _Subject) -> None:
+        """Drop opened vectors the driver no longer holds as current (erased elsewhere).
+
+        Closed versions go too; an ``as_of`` recall opens them again when it needs them.
+        """
+        everything = Filter(where.tenant, where.app, (subject,), any_session=True)
+        live = {(e.memory_id, e.version) for e in driver.vectors(everything, known=self._known)}
+        self._forget_pairs(cache, [pair for pair in cache.opened if pair not in live])
 
     # -- ranking --------------------------------------------------------------------------
 
@@ -176,60 +222,63 @@ class VectorIndex:
     ) -> Ranked:
         """The ``depth`` rows of ``where`` nearest ``query``, as ``(key, cosine)``.
 
-        ``opener`` opens one entry's sealed bytes (the caller knows the subject's key).
+        ``opener`` opens one entry's sealed bytes (the caller knows the subject's key). A warm
+        recall (the driver returns what it returned last time for this view) reuses the
+        stacked matrix and does no work per vector in Python.
         """
         with self._lock:
             caches = {s: self._subject(where.tenant, where.app, s) for s in where.subjects}
-
-            class _Known:
-                def __contains__(self, key: object) -> bool:
-                    return any(key in cache.opened for cache in caches.values())
-
-            entries = driver.vectors(where, known=_Known())
-            keys: list[Key] = []
-            vectors: list[npt.NDArray[np.float32]] = []
-            foreign = 0
-            dimensions = self.embedder.dimensions
-            for entry in entries:
-                cache = caches.get(entry.subject)
-                if cache is None:
-                    continue  # a driver returned a subject the filter did not name
-                pair = (entry.memory_id, entry.version)
-                if entry.sealed is not None:
-                    cache.opened[pair] = unpack(opener(entry), self.embedder.name, dimensions)
-                elif pair not in cache.opened:
-                    continue  # known a moment ago, dropped since: next recall opens it
-                cache.seen[pair] = cache.calls
-                vector = cache.opened[pair]
-                if vector is None:
-                    foreign += 1
-                    continue
-                keys.append((entry.subject, entry.memory_id, entry.version))
-                vectors.append(vector)
-            for cache in caches.values():
+            entries = driver.vectors(where, known=self._known)
+            view = _view(where)
+            stack = self._stacks.get(view)
+            if stack is None or stack.entries != entries:
+                stack = self._stack(entries, caches, opener)
+                self._stacks[view] = stack
+                while len(self._stacks) > MAX_SUBJECTS:
+                    self._stacks.popitem(last=False)
+            else:
+                self._stacks.move_to_end(view)
+            for subject, cache in caches.items():
                 cache.calls += 1
                 if cache.calls % PRUNE_EVERY == 0:
-                    self._prune(cache)
-            if not keys:
-                return Ranked([], foreign)
-            stack_key = (where.tenant, where.app, where.subjects)
-            stacked = self._stacks.get(stack_key)
-            if stacked is not None and stacked[0] == keys:
-                matrix = stacked[1]
-            else:
-                matrix = np.vstack(vectors)
-                self._stacks[stack_key] = (keys, matrix)
-                while len(self._stacks) > MAX_SUBJECTS:
-                    self._stacks.pop(next(iter(self._stacks)))
-        found = cosine_top_k(matrix, query, depth, unit_rows=True)
-        return Ranked([(keys[index], score) for index, score in found], foreign)
+                    self._prune(driver, where, subject, cache)
+        if stack.matrix is None:
+            return Ranked([], stack.foreign)
+        found = cosine_top_k(stack.matrix, query, depth, unit_rows=True)
+        return Ranked([(stack.keys[index], score) for index, score in found], stack.foreign)
 
-    @staticmethod
-    def _prune(cache: _Subject) -> None:
-        oldest = cache.calls - PRUNE_EVERY
-        for pair in [pair for pair, at in cache.seen.items() if at < oldest]:
-            del cache.seen[pair]
-            cache.opened.pop(pair, None)
+    def _stack(
+        self,
+        entries: list[VectorEntry],
+        caches: dict[str, _Subject],
+        opener: Callable[[VectorEntry], bytes],
+    ) -> _Stack:
+        """Open what is new in ``entries`` and stack the view's vectors."""
+        keys: list[Key] = []
+        vectors: list[npt.NDArray[np.float32]] = []
+        seen: list[VectorEntry] = []
+        foreign = 0
+        name, dimensions = self.embedder.name, self.embedder.dimensions
+        for entry in entries:
+            cache = caches.get(entry.subject)
+            if cache is None:
+                continue  # a driver returned a subject the filter did not name
+            pair = (entry.memory_id, entry.version)
+            if entry.sealed is not None:
+                cache.opened[pair] = unpack(opener(entry), name, dimensions)
+                self._known.add(pair)
+                entry = entry._replace(sealed=None)
+            elif pair not in cache.opened:
+                continue  # known a moment ago, dropped since: the next recall opens it
+            seen.append(entry)
+            vector = cache.opened[pair]
+            if vector is None:
+                foreign += 1
+                continue
+            keys.append((entry.subject, entry.memory_id, entry.version))
+            vectors.append(vector)
+        matrix = np.vstack(vectors) if vectors else None
+        return _Stack(entries=seen, keys=keys, matrix=matrix, foreign=foreign)
 
 
 def vector_scores(ranked: Sequence[tuple[Key, float]]) -> list[tuple[str, float]]:

@@ -345,3 +345,23 @@ def test_the_real_model_recalls_by_meaning_through_memory(
         assert ada.recall("my puppy", mode="text") == []
         assert ada.recall("my puppy", mode="vector")[0].record.id == dog.id
         assert ada.recall("my puppy")[0].record.id == dog.id  # auto: hybrid
+
+
+def test_opened_vectors_erased_elsewhere_leave_this_process(
+    store_url: str, keys_path: Path
+) -> None:
+    from mainsdk_memory._vectors import PRUNE_EVERY
+
+    with Memory.open(store_url, keys=keys_path, app="app", embedder=ConceptEmbedder()) as here, \
+            Memory.open(store_url, keys=keys_path, app="app") as there, tenant.use("acme"):
+        ada = here.person("ada")
+        dog = ada.remember("Ada owns a hound.")
+        ada.remember("Ada drinks coffee.")
+        ada.recall("puppy", mode="vector")
+        index = here._vectors
+        assert index is not None and (dog.id, 1) in index._known  # opened, held here
+        there.person("ada").forget(dog.id)
+        for _ in range(PRUNE_EVERY):
+            assert dog.id not in [h.record.id for h in ada.recall("puppy", mode="vector")]
+        assert (dog.id, 1) not in index._known  # the opened copy is gone from memory too
+        assert all(pair[0] != dog.id for cache in index._subjects.values() for pair in cache.opened)
