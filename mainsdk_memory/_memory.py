@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -97,6 +97,37 @@ def _model_free(detector: Detector) -> Detector:
     return _strip_models(detector) or DEFAULT_DETECTOR
 
 
+class _Verdicts:
+    """The injection check's verdict per stored version, kept in this process.
+
+    A version's text never changes, so a memory recalled again is not checked again: the
+    key is ``(tenant, app, memory id, version, child)`` (ids only, never text) and the value
+    the sorted rule codes it was flagged for (empty: clean). A write records the clean
+    verdict of the check it just ran. At most ``size`` verdicts, least recently used go.
+    """
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._size = size
+        self._verdicts: OrderedDict[tuple[str, str, str, int, bool], tuple[str, ...]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str, int, bool]) -> tuple[str, ...] | None:
+        with self._lock:
+            rules = self._verdicts.get(key)
+            if rules is not None:
+                self._verdicts.move_to_end(key)
+            return rules
+
+    def put(self, key: tuple[str, str, str, int, bool], rules: tuple[str, ...]) -> None:
+        with self._lock:
+            self._verdicts[key] = rules
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self._size:
+                self._verdicts.popitem(last=False)
+
+
 def _agent_key(agent: str, record: str) -> str:
     """The control key of one of an agent's records (all share the prefix ``agent/<name>/``,
     so one read fetches them together)."""
@@ -155,6 +186,7 @@ class Memory:
         child_cap = self.retention.get(check.CHILD_LABEL, check.CHILD_RETENTION)
         self.retention[check.CHILD_LABEL] = min(child_cap, check.CHILD_RETENTION)
         self._child_detector = _model_free(self.detector)
+        self._verdicts = _Verdicts()
         self._control = ControlStore(driver, keystore, self.app)
         self._vectors: VectorIndex | None = None
         if embedder is not None:

@@ -204,12 +204,17 @@ class _Handle:
         return index.seal(index.embed(text), lambda plain: keys.seal(plain, ad))
 
     def _store(self, row: StoredRow, text: str, *, child: bool, closes: int | None = None) -> None:
-        """Put ``row`` (closing version ``closes``) with its sealed embedding, if any."""
+        """Put ``row`` (closing version ``closes``) with its sealed embedding, if any.
+
+        The text passed the injection check just now, so recalls in this process need not
+        check this version again.
+        """
         vector = self._sealed_vector(row, text, child=child)
         if vector is None:
             self._memory._driver.put(row, closes=closes)
         else:
             self._memory._driver.put(row, closes=closes, vector=vector)
+        self._memory._verdicts.put((row.tenant, row.app, row.memory_id, row.version, child), ())
 
     def _open_vector(self, entry: VectorEntry) -> bytes:
         subject = TENANT_SUBJECT if entry.subject == TENANT_SUBJECT else self.person
@@ -407,11 +412,16 @@ class _Handle:
     def _screen(self, tenant_id: str, records: list[MemoryRecord]) -> list[MemoryRecord]:
         """Leave out recalled memories the injection check flags, and audit each omission."""
         kept = []
+        verdicts = self._memory._verdicts
         for record in records:
             child = check.CHILD_LABEL in record.labels
-            detector = self._memory._child_detector if child else self._memory.detector
-            findings = detector.check(record.text)
-            if not findings:
+            key = (tenant_id, self._memory.app, record.id, record.version, child)
+            rules = verdicts.get(key)
+            if rules is None:
+                detector = self._memory._child_detector if child else self._memory.detector
+                rules = tuple(sorted({finding.rule for finding in detector.check(record.text)}))
+                verdicts.put(key, rules)
+            if not rules:
                 kept.append(record)
                 continue
             self._memory._emit(
@@ -424,7 +434,7 @@ class _Handle:
                     actor=self._actor,
                     person=self.person,
                     memory_ids=(record.id,),
-                    code=",".join(sorted({finding.rule for finding in findings})),
+                    code=",".join(rules),
                 )
             )
         return kept

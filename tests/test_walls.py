@@ -174,6 +174,39 @@ def test_a_flagged_recalled_memory_is_left_out_and_logged(
         assert bot.get(later_flagged.id).id == later_flagged.id  # still there, by id
 
 
+class CountingFlagWord(FlagWord):
+    def __init__(self, word: str) -> None:
+        super().__init__(word)
+        self.checked: list[str] = []
+
+    def check(self, text: str) -> list[Finding]:
+        self.checked.append(text)
+        return super().check(text)
+
+
+def test_each_stored_version_is_checked_once_per_process_and_stays_flagged(
+    store_url: str, keys_path: Path, sink: MemorySink
+) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app") as before:
+        bot = before.acting_for("ada", agent="bot")
+        flagged = bot.remember("Ada's cat Pixel likes the word zebracode.")
+    detector = CountingFlagWord("zebracode")
+    with Memory.open(store_url, keys=keys_path, app="app", audit=sink,
+                     detector=detector) as after:
+        bot = after.acting_for("ada", agent="bot")
+        clean = bot.remember("Ada's cat is called Pixel.")
+        assert detector.checked == [clean.text]  # checked at write
+        for _ in range(3):
+            assert [hit.record.id for hit in bot.recall("cat Pixel")] == [clean.id]
+        # the clean version was not checked again; the flagged one once, and omitted each time
+        assert detector.checked == [clean.text, flagged.text]
+        omitted = [e for e in sink.events if e.operation == "omit"]
+        assert [e.memory_ids for e in omitted] == [(flagged.id,)] * 3
+        revised = bot.revise(clean.id, "Ada's cat Pixel now answers to zebra.")
+        assert [hit.record.version for hit in bot.recall("cat Pixel")] == [revised.version]
+        assert detector.checked[-1] == revised.text and len(detector.checked) == 3
+
+
 # -- agents --------------------------------------------------------------------------------
 
 
