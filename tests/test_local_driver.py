@@ -172,16 +172,12 @@ def test_ten_thousand_memories_a_person_stay_usable(
         hits = ada.recall("blue heron feather", top_k=2)
         assert [hit.record.id for hit in hits] == [needle.id, extra.id]
         assert ada.list(limit=1).items[0].id == extra.id
-        # A search scores only the rows holding a query term: a few ms here, where scoring
-        # all 10,000 rows in Python took 100-300 ms. The bound leaves room for a busy machine.
+        # At this size the indexed search still equals the reference exactly (its speed is
+        # measured by the benchmarks, not asserted here).
         where = ada._filter("acme")
         query = ada._query_groups("acme", "walked near river 7")
-        took = []
-        for _ in range(21):
-            started = time.perf_counter()
-            memory.driver.search(where, query, top_k=10)
-            took.append(time.perf_counter() - started)
-        assert sorted(took)[10] < 0.05
+        rows = memory.driver.list(where, limit=20_000)
+        assert memory.driver.search(where, query, top_k=10) == bm25_rank(rows, query, 10)
 
 
 def test_a_non_store_folder_is_refused(tmp_path: Path) -> None:
