@@ -229,6 +229,8 @@ class _Index:
         self.naive: set[int] = set()  # slots of rows with a naive datetime
         self.rows: list[StoredRow | None] = []
         self.vectors: list[bytes | None] = []
+        self.entries: list[VectorEntry | None] = []  # per slot with a vector, sealed=None
+        self._vector_order: npt.NDArray[np.intp] | None = None
         self.slots: dict[str, list[int]] = {}
         self.codes: dict[str, int] = {}
         self.postings: dict[str, dict[int, int]] = {}
@@ -294,6 +296,11 @@ class _Index:
         for slot, (memory_id, row, vector) in enumerate(batch, start):
             self.rows.append(row)
             self.vectors.append(vector)
+            self.entries.append(
+                None
+                if vector is None
+                else VectorEntry(row.subject, row.memory_id, row.version, None)
+            )
             self.slots.setdefault(memory_id, []).append(slot)
             tenants.append(code(row.tenant))
             apps.append(code(row.app))
@@ -345,6 +352,7 @@ class _Index:
         self.length[start:end] = [row.length for row in rows]
         self.size = end
         self.live += len(batch)
+        self._vector_order = None
 
     def remove(self, memory_id: str) -> None:
         """Clear the slots of ``memory_id``: its rows, embeddings and postings."""
@@ -364,8 +372,19 @@ class _Index:
             self.naive.discard(slot)
             self.rows[slot] = None
             self.vectors[slot] = None
+            self.entries[slot] = None
+            self._vector_order = None
             self.alive[slot] = False
             self.live -= 1
+
+    def vector_order(self) -> npt.NDArray[np.intp]:
+        """The slots holding a vector, sorted by subject, memory id and version (kept until
+        the next change)."""
+        if self._vector_order is None:
+            keyed = [(entry, slot) for slot, entry in enumerate(self.entries) if entry]
+            keyed.sort()
+            self._vector_order = np.array([slot for _entry, slot in keyed], dtype=np.intp)
+        return self._vector_order
 
     def worn(self) -> bool:
         """Whether more slots are dead than alive (time to rebuild the columns)."""
@@ -953,28 +972,40 @@ class LocalDriver:
     ) -> builtins.list[VectorEntry]:
         """The sealed embeddings of the matching rows that have one, sorted by subject, memory
         id and version; ``None`` in place of those the caller says it knows."""
-        entries = []
+        entries: builtins.list[VectorEntry] = []
         with self._lock:
-            for cache in self._caches_for(where):
+            for subject in sorted(set(where.subjects)):
+                cache = self._cache(where.tenant, where.app, subject)
+                if cache is None:
+                    continue
                 index = cache.index
                 mask = index.mask(where)
-                if mask is None:
-                    pairs = [
-                        (row, vector)
+                if mask is None:  # a naive datetime: row by row, then sorted
+                    part = [
+                        VectorEntry(
+                            row.subject,
+                            row.memory_id,
+                            row.version,
+                            None if (row.memory_id, row.version) in known else vector,
+                        )
                         for memory in cache.memories.values()
                         for row, vector in zip(memory.rows, memory.vectors, strict=True)
-                        if where.matches(row)
+                        if vector is not None and where.matches(row)
                     ]
-                else:
-                    pairs = [
-                        (index.rows[s], index.vectors[s]) for s in np.flatnonzero(mask).tolist()
-                    ]
-                for row, vector in pairs:
-                    if row is None or vector is None:
-                        continue
-                    sealed = None if (row.memory_id, row.version) in known else vector
-                    entries.append(VectorEntry(row.subject, row.memory_id, row.version, sealed))
-        entries.sort(key=lambda e: (e.subject, e.memory_id, e.version))
+                    entries += sorted(part)
+                    continue
+                # Slots already in order, entries already built: only the ones the caller
+                # does not know get their bytes.
+                order = index.vector_order()
+                ordered = index.entries
+                vectors = index.vectors
+                for slot in order[mask[order]].tolist():
+                    entry = ordered[slot]
+                    assert entry is not None  # noqa: S101 - vector_order holds vector slots
+                    if (entry.memory_id, entry.version) in known:
+                        entries.append(entry)
+                    else:
+                        entries.append(entry._replace(sealed=vectors[slot]))
         return entries
 
     def expired(
