@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     Connection,
     Engine,
     Integer,
@@ -142,7 +143,8 @@ def _list_statement(dialect: str, shape: ScopeShape, paged: bool) -> Select[Any]
     v = VERSIONS.c
     clauses = scope_clauses(shape, dialect)
     if paged:
-        created, memory_id = bindparam("after_created"), bindparam("after_id")
+        created: BindParameter[datetime] = bindparam("after_created")
+        memory_id: BindParameter[str] = bindparam("after_id")
         clauses.append(
             or_(v.created_at < created, and_(v.created_at == created, v.memory_id < memory_id))
         )

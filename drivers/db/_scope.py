@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, false, func, not_, or_
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, false, func, not_, or_
 
 from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, Filter
 from mainsdk_memory.drivers.db._schema import VERSIONS
@@ -92,7 +92,7 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
         clauses.append(v.agent == bindparam("written_by"))
     for index in range(shape.retention):
         # Past its label's retention a memory is not returned, even before a sweep.
-        label = bindparam(f"retention_label_{index}")
+        label: BindParameter[str] = bindparam(f"retention_label_{index}")
         clauses.append(
             not_(
                 and_(
