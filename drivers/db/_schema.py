@@ -24,6 +24,7 @@ Schema version 2 (the current one)::
                                                version's length (copied: versions never
                                                change); both in the key's index (SQLite
                                                WITHOUT ROWID, PostgreSQL INCLUDE)
+        memory_postings_doc  (tenant, doc): a version's postings, for loading rows and erase
     memory_embeddings the sealed embedding of a version, opaque bytes  (tenant data, RLS)
         PK (tenant, app, memory_id, version)   as memory_versions
         subject sealed
