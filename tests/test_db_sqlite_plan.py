@@ -1,0 +1,62 @@
+"""The db driver's SQLite plans: right without statistics (SQLite only; PostgreSQL plans its
+own way, and its speed is measured by the benchmarks)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+from _db_rows import make_row, memory_id, random_terms
+from sqlalchemy import event
+
+from mainsdk_memory.drivers import Filter
+from mainsdk_memory.drivers.db._driver import DbDriver
+
+pytestmark = pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+
+
+@pytest.fixture
+def driver(store_url: str) -> Iterator[DbDriver]:
+    with DbDriver(store_url) as opened:
+        yield opened
+
+
+def test_sqlite_ranks_from_the_covering_index_and_term_ranges_without_statistics(
+    driver: DbDriver,
+) -> None:
+    # The driver never runs ANALYZE on SQLite, so the plan must be right without statistics:
+    # the scope from memory_versions_cover alone, each query term's postings as one range of
+    # the primary key (never a seek per scope id), and no read of the wide version rows except
+    # the few candidates' tie keys, by rowid.
+    rng = random.Random(8)
+    for n in range(300):
+        terms, length = random_terms(rng, [f"t_{i}" for i in range(6)], 6)
+        driver.put(make_row(memory_id=memory_id(n), terms=terms, length=length))
+    captured: list[tuple[str, object]] = []
+
+    def record(
+        _conn: object, _cursor: object, statement: str, parameters: object, *_: object
+    ) -> None:
+        captured.append((statement, parameters))
+
+    event.listen(driver.engine, "before_cursor_execute", record)
+    try:
+        where = Filter(tenant="acme", app="app", subjects=("p_ada", "tenant"))
+        assert driver.search(where, [{"t_1"}, {"t_2", "t_3"}], top_k=5)
+    finally:
+        event.remove(driver.engine, "before_cursor_execute", record)
+    statement, parameters = next((s, p) for s, p in captured if "raw" in s)
+    with driver.engine.connect() as connection:
+        plan = [
+            row[3]
+            for row in connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
+        ]
+    reads = [line for line in plan if line.startswith(("SCAN main.", "SEARCH main."))]
+    assert reads == [
+        "SEARCH main.memory_postings USING PRIMARY KEY "
+        "(tenant=? AND app=? AND subject=? AND term=?)",
+        "SEARCH main.memory_versions USING COVERING INDEX memory_versions_cover "
+        "(tenant=? AND app=? AND subject=? AND valid_to=?)",
+        "SEARCH main.memory_versions USING INTEGER PRIMARY KEY (rowid=?)",
+    ], plan
