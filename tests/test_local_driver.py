@@ -180,6 +180,16 @@ def test_ten_thousand_memories_a_person_stay_usable(
         assert memory.driver.search(where, query, top_k=10) == bm25_rank(rows, query, 10)
 
 
+def test_a_store_another_process_is_creating_is_not_refused(tmp_path: Path) -> None:
+    # The creator makes the folder, then writes the marker through a temp file: an opener in
+    # between sees only that temp file, which is not "a folder that is not a store".
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / ".mainsdk-memory-store.json.0123456789abcdef.tmp").write_bytes(b"{")
+    with LocalDriver(root) as driver:
+        assert driver.list(Filter(tenant="acme", app="app", subjects=("p_ada",)), limit=1) == []
+
+
 def test_a_non_store_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "photos").mkdir()
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")

@@ -514,6 +514,18 @@ class LocalDriver:
         self._caches: dict[Path, _SubjectCache] = {}
         self._marker = self.root / STORE_MARKER
         try:
+            # Another process may be creating the store right now (folder first, then the
+            # marker): only entries that are not the marker or its temp file count, and only
+            # if the marker is still missing after the listing.
+            if (
+                not self._marker.exists()
+                and self._foreign_entries()
+                and not self._marker.exists()
+            ):
+                raise ConfigurationError(
+                    f"{self.root} is not empty and is not a memory store. Give the local "
+                    "driver an empty or new folder."
+                )
             if self._marker.exists():
                 document = json.loads(self._marker.read_bytes())
                 if not isinstance(document, dict) or document.get("format") != FORMAT:
@@ -521,13 +533,20 @@ class LocalDriver:
                         f"{self.root} holds a memory store of a format this version does not "
                         "know. Upgrade mainsdk-memory."
                     )
-            elif self.root.exists() and any(self.root.iterdir()):
-                raise ConfigurationError(
-                    f"{self.root} is not empty and is not a memory store. Give the local driver "
-                    "an empty or new folder."
-                )
         except (OSError, ValueError) as exc:
             raise StoreError(f"The local store at {self.root} cannot be opened.") from exc
+
+    def _foreign_entries(self) -> bool:
+        """Whether the folder holds anything but a store's marker (or the marker's temp file)."""
+        try:
+            names = [entry.name for entry in os.scandir(self.root)]
+        except FileNotFoundError:
+            return False
+        temp = f".{STORE_MARKER}."
+        return any(
+            name != STORE_MARKER and not (name.startswith(temp) and name.endswith(".tmp"))
+            for name in names
+        )
 
     def _ensure_store(self) -> None:
         # Opening creates nothing; the first write makes the folder and its marker.
