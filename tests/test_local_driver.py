@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _db_rows import make_row
 
 import mainsdk_memory.drivers._protocol as protocol
 import mainsdk_memory.drivers.local._driver as local_driver
@@ -204,29 +205,16 @@ SUBJECTS = ("p_ada", "p_bob", TENANT_SUBJECT)
 
 
 def _row(memory_id: str, **fields: Any) -> StoredRow:
+    """A version-1 row (the db tests' defaults) with random sealed bytes and token ``tok_a``."""
     values: dict[str, Any] = {
-        "tenant": "acme",
-        "app": "app",
-        "subject": "p_ada",
-        "memory_id": memory_id,
-        "version": 1,
-        "kind": "fact",
-        "labels": ("personal",),
-        "trust": "inferred",
-        "agent": "bot",
-        "session": None,
-        "session_only": False,
-        "pinned": False,
+        "sealed": os.urandom(48),
+        "terms": {"tok_a": 1},
         "created_at": T0,
         "recorded_at": T0,
         "valid_from": T0,
-        "valid_to": None,
-        "sealed": os.urandom(48),
-        "terms": {"tok_a": 1},
-        "length": 1,
     }
     values.update(fields)
-    return StoredRow(**values)
+    return make_row(memory_id=memory_id, **values)
 
 
 def _where(**options: Any) -> Filter:
