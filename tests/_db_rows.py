@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from sqlalchemy import event
 
 from mainsdk_memory.drivers import Driver, StoredRow
 
@@ -196,3 +199,18 @@ def make_v1_store(url: str, rows: list[StoredRow]) -> None:
                 )
     finally:
         engine.dispose()
+
+
+@contextmanager
+def recorded_statements(driver: Any) -> Iterator[list[str]]:
+    """The SQL statements ``driver`` (a db driver) runs inside the block, whitespace folded."""
+    seen: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        seen.append(" ".join(statement.split()))
+
+    event.listen(driver.engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(driver.engine, "before_cursor_execute", record)

@@ -14,7 +14,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from _db_rows import T0, TRUSTS, instant, make_row, memory_id, random_rows, random_terms
+from _db_rows import (
+    T0,
+    TRUSTS,
+    instant,
+    make_row,
+    memory_id,
+    random_rows,
+    random_terms,
+    recorded_statements,
+)
 from rank_bm25 import BM25Okapi
 from sqlalchemy import event
 
@@ -282,16 +291,6 @@ def test_expired_lists_current_memories_past_a_labels_cutoff(driver: DbDriver) -
             assert driver.expired("globex", app, retention) == []
 
 
-def _statements(driver: DbDriver) -> tuple[list[str], object]:
-    seen: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        seen.append(" ".join(statement.split()))
-
-    event.listen(driver.engine, "before_cursor_execute", record)
-    return seen, record
-
-
 def test_a_tie_block_across_the_cut_is_fetched_whole_and_ranked_exactly(
     driver: DbDriver,
 ) -> None:
@@ -318,11 +317,8 @@ def test_a_tie_block_across_the_cut_is_fetched_whole_and_ranked_exactly(
     for row in rows:
         driver.put(row)
     where = Filter(tenant="acme", app="app", subjects=("p_ada",))
-    seen, hook = _statements(driver)
-    try:
+    with recorded_statements(driver) as seen:
         got = driver.search(where, [{"t_x"}], top_k=5)
-    finally:
-        event.remove(driver.engine, "before_cursor_execute", hook)
     _same_ranking(got, bm25_rank(rows, [{"t_x"}], 5))
     assert any("raw >=" in statement for statement in seen)  # the tie block was fetched
 

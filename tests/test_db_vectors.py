@@ -9,8 +9,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from _db_rows import T0, instant, make_row, memory_id, random_rows
-from sqlalchemy import event
+from _db_rows import T0, instant, make_row, memory_id, random_rows, recorded_statements
 
 from mainsdk_memory import MemoryConflictError
 from mainsdk_memory.drivers import Filter, StoredRow, VectorDriver, VectorEntry, bm25_rank
@@ -23,16 +22,6 @@ pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indi
 def driver(store_url: str) -> Iterator[DbDriver]:
     with DbDriver(store_url) as opened:
         yield opened
-
-
-def _statements(driver: DbDriver) -> tuple[list[str], object]:
-    seen: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        seen.append(" ".join(statement.split()))
-
-    event.listen(driver.engine, "before_cursor_execute", record)
-    return seen, record
 
 
 def _expected(
@@ -98,15 +87,12 @@ def test_a_recall_moves_only_the_embeddings_the_caller_does_not_hold(driver: DbD
             self.asked.append(pair)
             return pair in all_known and pair not in missing
 
-    seen, hook = _statements(driver)
-    try:
+    with recorded_statements(driver) as seen:
         assert all(e.sealed is None for e in driver.vectors(where, known=all_known))
         reads_when_known = list(seen)
         seen.clear()
         known = Known()
         got = driver.vectors(where, known=known)
-    finally:
-        event.remove(driver.engine, "before_cursor_execute", hook)
     # Knowing everything: one read of keys, and no statement reads an embedding's bytes.
     assert not any("memory_embeddings.sealed" in s for s in reads_when_known)
     assert sorted(known.asked) == sorted(all_known)
