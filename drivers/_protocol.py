@@ -8,12 +8,13 @@ arrive blinded (keyed HMACs). A driver only filters, orders, ranks and erases.
 from __future__ import annotations
 
 import builtins
-import heapq
-import math
 from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple, Protocol, runtime_checkable
+
+from mainsdk_memory.drivers import _bm25
+from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1, TRUST_RANK
 
 __all__ = [
     "BM25_B",
@@ -36,11 +37,6 @@ TENANT_SUBJECT = "tenant"
 
 #: Rows of this trust are quarantined: only the session that wrote them sees them.
 QUARANTINED_TRUST = "untrusted"
-#: Tie order of equal scores: a more trusted row never ranks below a less trusted one.
-TRUST_RANK = {"confirmed": 2, "inferred": 1, "untrusted": 0}
-
-BM25_K1 = 1.5
-BM25_B = 0.75
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +169,6 @@ class EraseResult:
     mode: Literal["hard", "soft"]
 
 
-def _order_key(row: StoredRow) -> tuple[int, float, str]:
-    return (TRUST_RANK.get(row.trust, 0), row.recorded_at.timestamp(), row.memory_id)
-
-
 def bm25_rank(
     rows: Iterable[StoredRow], query: Sequence[Collection[str]], top_k: int
 ) -> list[tuple[StoredRow, float]]:
@@ -191,39 +183,30 @@ def bm25_rank(
     order equals plaintext BM25 on the same normalized terms.
     Rows with no query term are left out. Ties: the more trusted row first (confirmed,
     inferred, untrusted: :data:`TRUST_RANK`), then newer ``recorded_at``, then the greater
-    memory id. Every driver must return exactly this order and these scores.
+    memory id. Every driver must return exactly this order and these scores; the arithmetic
+    is the BM25 kernel's (:mod:`mainsdk_memory.drivers._bm25`).
     """
     corpus = list(rows)
     if not corpus or not query or top_k <= 0:
         return []
-    n_docs = len(corpus)
-    avgdl = sum(row.length for row in corpus) / n_docs or 1.0
-    tfs: list[list[int]] = []
-    df = [0] * len(query)
-    for row in corpus:
-        terms = row.terms
-        counts = [sum(terms.get(token, 0) for token in group) for group in query]
-        for i, count in enumerate(counts):
-            if count:
-                df[i] += 1
-        tfs.append(counts)
-    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
-    ceiling = sum(idf) * (BM25_K1 + 1.0)
-    if ceiling <= 0.0:
+    counts = [_bm25.query_counts(row.terms, query) for row in corpus]
+    weights = _bm25.weights(
+        len(corpus),
+        sum(row.length for row in corpus),
+        _bm25.document_frequencies(counts, len(query)),
+    )
+    if weights is None:
         return []
-    scored: list[tuple[float, tuple[int, float, str], int]] = []
-    for index, (row, counts) in enumerate(zip(corpus, tfs, strict=True)):
-        if not any(counts):
-            continue
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * row.length / avgdl)
-        raw = sum(
-            w * (tf * (BM25_K1 + 1.0)) / (tf + norm)
-            for w, tf in zip(idf, counts, strict=True)
-            if tf
+    scored: list[_bm25.Scored] = [
+        (
+            _bm25.score(weights, held, row.length),
+            _bm25.order_key(row.trust, row.recorded_at, row.memory_id),
+            index,
         )
-        scored.append((min(1.0, raw / ceiling), _order_key(row), index))
-    best = heapq.nlargest(top_k, scored)
-    return [(corpus[index], score) for score, _key, index in best]
+        for index, (row, held) in enumerate(zip(corpus, counts, strict=True))
+        if any(held)
+    ]
+    return [(corpus[index], score) for score, _key, index in _bm25.best(scored, top_k)]
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from _db_rows import make_row
 
+import mainsdk_memory.drivers._bm25 as bm25
 import mainsdk_memory.drivers._protocol as protocol
 import mainsdk_memory.drivers.local._driver as local_driver
 from mainsdk_memory import ConfigurationError, Memory, tenant
@@ -677,7 +678,7 @@ def test_search_equals_the_reference_when_sum_compensates(
 ) -> None:
     """Array arithmetic sums a row's terms one by one; the reference's ``sum`` rounds
     differently on newer Pythons. The driver must still return the reference's scores."""
-    monkeypatch.setattr(protocol, "sum", _compensated_sum, raising=False)
+    monkeypatch.setattr(bm25, "sum", _compensated_sum, raising=False)
     monkeypatch.setattr(local_driver, "sum", _compensated_sum, raising=False)
     rng = random.Random(11)
     rows = []

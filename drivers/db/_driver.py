@@ -2,8 +2,8 @@
 
 Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
 Search computes BM25 in the database over a postings table and re-scores the few best
-candidates with :func:`bm25_rank`'s own arithmetic (:mod:`._search`), then loads whole rows
-only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
+candidates with the BM25 kernel that :func:`bm25_rank` runs (:mod:`._search`), then loads
+whole rows only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
 are opaque bytes in their own table, written with their version and erased with it;
 :meth:`DbDriver.vectors` sends only those the caller does not hold yet.
 """

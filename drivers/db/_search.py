@@ -10,12 +10,12 @@ A search runs in one read transaction (one snapshot):
    document frequency, the idf and average length once (materialised), and every matching
    document's BM25 raw score. The best ``k + 16`` documents are joined to their versions for
    the tie keys and returned with their counts and the statistics.
-2. The candidates are re-scored in Python with the reference's own arithmetic (the same
-   floating-point operations in the same order), and sorted with its tie order (trust,
-   ``recorded_at``, memory id). If a document left out by the ``LIMIT`` could still tie
-   with or beat the k-th (its SQL score within a relative 1e-9 of it, the bound on how far
-   the database's float arithmetic may stray), every document scoring that high is fetched
-   and re-scored too, so the result is exact, never approximately right.
+2. The candidates are re-scored in Python by the BM25 kernel
+   (:mod:`mainsdk_memory.drivers._bm25`, the code the reference ranking runs) and ordered by
+   its tie key (trust, ``recorded_at``, memory id). If a document left out by the ``LIMIT``
+   could still tie with or beat the k-th (its SQL score within a relative 1e-9 of it, the
+   bound on how far the database's float arithmetic may stray), every document scoring that
+   high is fetched and re-scored too, so the result is exact, never approximately right.
 
 Only document ids, term counts, lengths and tie keys cross the wire; the caller loads the
 final ``k`` rows whole. A token repeated in a group counts once per repetition, as in the
@@ -27,7 +27,6 @@ database).
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -50,7 +49,9 @@ from sqlalchemy import (
     true,
 )
 
-from mainsdk_memory.drivers._protocol import BM25_B, BM25_K1, TRUST_RANK, Filter
+from mainsdk_memory.drivers import _bm25 as bm25
+from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
+from mainsdk_memory.drivers._protocol import Filter
 from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 from mainsdk_memory.drivers.db._scope import (
     ScopeShape,
@@ -76,18 +77,7 @@ class _Candidate:
     doc: Doc
     score: float
     raw: float
-    order: tuple[int, float, str]
-
-
-def _norm(length: int, avgdl: float) -> float:
-    return BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl)
-
-
-def _raw(counts: Sequence[int], idf: Sequence[float], norm: float) -> float:
-    # bm25_rank's sum, term for term: zero counts are skipped, not added as 0.0.
-    return sum(
-        w * (tf * (BM25_K1 + 1.0)) / (tf + norm) for w, tf in zip(idf, counts, strict=True) if tf
-    )
+    order: bm25.OrderKey
 
 
 def _candidate(
@@ -97,26 +87,21 @@ def _candidate(
     length: int,
     trust: str,
     recorded_at: datetime,
-    idf: Sequence[float],
-    avgdl: float,
-    ceiling: float,
+    weights: bm25.Weights,
 ) -> _Candidate:
-    raw = _raw(counts, idf, _norm(length, avgdl))
+    raw = bm25.raw_score(weights, counts, length)
     return _Candidate(
         doc=doc,
-        score=min(1.0, raw / ceiling),
+        score=bm25.normalised(weights, raw),
         raw=raw,
-        order=(TRUST_RANK.get(trust, 0), recorded_at.timestamp(), memory_id),
+        order=bm25.order_key(trust, recorded_at, memory_id),
     )
 
 
 def _best(candidates: list[_Candidate], top_k: int) -> list[_Candidate]:
-    # bm25_rank's order: score, then trust, recorded_at and memory id, all descending.
-    return sorted(candidates, key=lambda c: (c.score, c.order), reverse=True)[:top_k]
-
-
-def _idf(n_docs: int, df: Sequence[int]) -> list[float]:
-    return [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
+    # The kernel's order: score, then trust, recorded_at and memory id, all descending.
+    scored = [(c.score, c.order, position) for position, c in enumerate(candidates)]
+    return [candidates[position] for _score, _order, position in bm25.best(scored, top_k)]
 
 
 def _real(value: float) -> ColumnElement[Any]:
@@ -298,14 +283,14 @@ def rank(
     rows = connection.execute(top, {**params, "limit": limit}).all()
     if not rows:
         return []
-    # Python redoes the arithmetic from the counts, exactly as bm25_rank does.
+    # Python redoes the arithmetic from the counts with the BM25 kernel, as bm25_rank does.
     first = rows[0]._mapping
-    n_docs, total_length = int(first["n"]), int(first["total"])
-    avgdl_exact = total_length / n_docs or 1.0
-    idf_exact = _idf(n_docs, [int(first[f"df{s}"]) for s in slots])
-    ceiling = sum(idf_exact) * (BM25_K1 + 1.0)
-    if ceiling <= 0.0:
+    weights = bm25.weights(
+        int(first["n"]), int(first["total"]), [int(first[f"df{s}"]) for s in slots]
+    )
+    if weights is None:
         return []
+    ceiling = weights.ceiling
 
     def candidates(found_rows: Sequence[Any]) -> list[_Candidate]:
         found = []
@@ -321,9 +306,7 @@ def rank(
                         row.length,
                         row.trust,
                         row.recorded_at,
-                        idf_exact,
-                        avgdl_exact,
-                        ceiling,
+                        weights,
                     )
                 )
         return found
@@ -359,7 +342,6 @@ def _rank_in_python(
     n_docs, total_length = int(n_docs), int(total_length)
     if not n_docs:
         return []
-    avgdl = total_length / n_docs or 1.0
     result = connection.execute(
         select(p.doc, p.term, p.tf, p.length).where(
             p.tenant == bindparam("tenant"),
@@ -377,20 +359,19 @@ def _rank_in_python(
         doc: [sum(terms.get(token, 0) * repeat for token, repeat in g.items()) for g in groups]
         for doc, (_length, terms) in docs.items()
     }
-    df = [sum(1 for counts in counted.values() if counts[i]) for i in range(len(groups))]
-    idf = _idf(n_docs, df)
-    ceiling = sum(idf) * (BM25_K1 + 1.0)
-    if ceiling <= 0.0:
+    weights = bm25.weights(
+        n_docs, total_length, bm25.document_frequencies(counted.values(), len(groups))
+    )
+    if weights is None:
         return []
-    raw = {
-        doc: _raw(counts, idf, _norm(docs[doc][0], avgdl))
+    scores = {
+        doc: bm25.score(weights, counts, docs[doc][0])
         for doc, counts in counted.items()
         if any(counts)
     }
-    if not raw:
+    if not scores:
         return []
     # Only documents scoring at least the k-th best can be in the result: read their tie keys.
-    scores = {doc: min(1.0, value / ceiling) for doc, value in raw.items()}
     cut = sorted(scores.values(), reverse=True)[: max(top_k, 1)][-1]
     contenders = sorted(doc for doc, score in scores.items() if score >= cut)
     found: list[_Candidate] = []
@@ -409,9 +390,7 @@ def _rank_in_python(
                     docs[doc][0],
                     trust,
                     recorded_at,
-                    idf,
-                    avgdl,
-                    ceiling,
+                    weights,
                 )
             )
     return [(c.doc, c.score) for c in _best(found, top_k)]

@@ -36,7 +36,6 @@ from __future__ import annotations
 import base64
 import builtins
 import fcntl
-import heapq
 import json
 import math
 import os
@@ -58,11 +57,10 @@ from mainsdk_memory._errors import (
     StoreError,
 )
 from mainsdk_memory._files import make_private_dir, remove_durably, write_private
+from mainsdk_memory.drivers import _bm25 as bm25
+from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
 from mainsdk_memory.drivers._protocol import (
-    BM25_B,
-    BM25_K1,
     QUARANTINED_TRUST,
-    TRUST_RANK,
     Capabilities,
     EraseResult,
     Filter,
@@ -153,11 +151,6 @@ def _micros(moment: datetime) -> int | None:
     if moment.utcoffset() is None:
         return None
     return (moment - _EPOCH) // _MICROSECOND
-
-
-def _order_key(row: StoredRow) -> tuple[int, float, str]:
-    # bm25_rank's tie order (drivers/_protocol.py), needed here for the rows it keeps.
-    return (TRUST_RANK.get(row.trust, 0), row.recorded_at.timestamp(), row.memory_id)
 
 
 def _redacted(body: bytes, memory_id: str) -> bytes:
@@ -1140,17 +1133,17 @@ def _rank(
 ) -> list[tuple[StoredRow, float]]:
     """:func:`bm25_rank` over the masked slots of these indexes, from the postings.
 
-    Counts, N, the length total and idf are exact integers and the same float expressions
-    as the reference. Scores are first computed for every row holding a query token with
-    array arithmetic (equal to the reference's but for the rounding of its final ``sum``,
-    which Python 3.12 compensates), then recomputed exactly, as the reference does, for the
-    rows within a hair of the top ``top_k``; those are ordered with the reference's key.
+    Counts, N and the length total are exact integers; idf, the average length and the
+    ceiling are the BM25 kernel's (:mod:`mainsdk_memory.drivers._bm25`). Scores are first
+    computed for every row holding a query token with array arithmetic (the kernel's
+    expressions, but for the rounding of its final ``sum``, which Python 3.12 compensates),
+    then scored exactly by the kernel for the rows within a hair of the top ``top_k``, and
+    ordered by the kernel's tie key.
     """
     n_docs = sum(int(np.count_nonzero(mask)) for _, mask in parts)
     if not n_docs:
         return []
     total = sum(int(index.length[: index.size][mask].sum()) for index, mask in parts)
-    avgdl = total / n_docs or 1.0
     counts: list[list[Ints]] = []  # per part, per query term: count in each slot
     for index, mask in parts:
         per_term = []
@@ -1164,10 +1157,10 @@ def _rank(
             per_term.append(tf)
         counts.append(per_term)
     df = [sum(int(np.count_nonzero(part[i])) for part in counts) for i in range(len(query))]
-    idf = [math.log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in df]
-    ceiling = sum(idf) * (BM25_K1 + 1.0)
-    if ceiling <= 0.0:
+    weights = bm25.weights(n_docs, total, df)
+    if weights is None:
         return []
+    idf, avgdl, ceiling = weights.idf, weights.avgdl, weights.ceiling
     found = []  # per part: the slots holding a query term, their counts, approximate scores
     for (index, _mask), per_term in zip(parts, counts, strict=True):
         held = np.zeros(index.size, np.bool_)
@@ -1191,19 +1184,18 @@ def _rank(
     if approx.size > top_k:
         floor = float(np.partition(approx, approx.size - top_k)[approx.size - top_k])
         floor -= _SCORE_SLACK
-    scored: list[tuple[float, tuple[int, float, str], int]] = []
+    scored: list[bm25.Scored] = []
     rows: list[StoredRow] = []
     for index, slots, table, scores in found:
         for i in np.flatnonzero(scores >= floor).tolist():
             row = index.rows[int(slots[i])]
             assert row is not None  # noqa: S101 - a masked slot is a live one
-            norm_ = BM25_K1 * (1.0 - BM25_B + BM25_B * row.length / avgdl)
-            raw_ = sum(
-                w * (tf * (BM25_K1 + 1.0)) / (tf + norm_)
-                for w, tf in zip(idf, table[i].tolist(), strict=True)
-                if tf
+            scored.append(
+                (
+                    bm25.score(weights, table[i].tolist(), row.length),
+                    bm25.order_key(row.trust, row.recorded_at, row.memory_id),
+                    len(rows),
+                )
             )
-            scored.append((min(1.0, raw_ / ceiling), _order_key(row), len(rows)))
             rows.append(row)
-    best = heapq.nlargest(top_k, scored)
-    return [(rows[position], score) for score, _key, position in best]
+    return [(rows[position], score) for score, _key, position in bm25.best(scored, top_k)]
