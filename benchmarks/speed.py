@@ -5,7 +5,7 @@ Comparisons are ratios of two stores measured in the same run, calls interleaved
 (sealed, unsealed, sealed, ...), so both see the same disk, caches and background noise.
 
 Scale points (10,000 and 100,000 memories per person, 1,000 persons) are bulk-loaded: the
-rows are sealed by the SDK's own code (``ScopedMemory._seal_row``: the same payload, AES-GCM
+rows are sealed by the SDK's own code (``mainsdk_memory._sealing.seal``: the same payload, AES-GCM
 envelope, blind terms and pseudonym as ``remember``) and written with the driver's own row
 format without a durable write per row (:func:`benchmarks.stores.bulk_load`). ``remember``
 itself is timed at 1,000 memories, and for 1,000 persons on top of the bulk-loaded tenant.
@@ -18,7 +18,7 @@ recall does (reading, opening and ranking 384-float vectors, fusing) costs the s
 embedder of that width. At 1,000 memories the vectors are written by ``remember`` itself; at
 the scale points they are sealed by the SDK's own code (:func:`seal_vectors`: the core's
 ``VectorIndex.embed``/``seal``, the vector's associated data and the person's key, as
-``ScopedMemory._sealed_vector``) and bulk-loaded with the rows. What MiniLM adds per query is
+``_sealing.seal_vector``) and bulk-loaded with the rows. What MiniLM adds per query is
 measured on its own (:func:`embedding_latency`), next to the stand-in's own time, so a reader
 can swap one for the other. Cold (the first recall on a freshly opened store: the driver's
 first read and opening every vector) and warm recall are reported separately, since the core
@@ -54,6 +54,9 @@ from benchmarks.stores import (
     opened,
 )
 from mainsdk_memory import Kind, Memory, Source, Trust, tenant
+from mainsdk_memory._caller import Caller
+from mainsdk_memory._memory import services_of
+from mainsdk_memory._sealing import Contents, Place, seal, vector_ad
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._validate import new_memory_id
 from mainsdk_memory._vectors import VectorIndex
@@ -130,24 +133,25 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def seal_rows(
     memory: Memory, person: str, texts: Sequence[str], *, start: datetime | None = None
 ) -> list[StoredRow]:
-    """Rows for ``person`` sealed by the SDK's own ``_seal_row``, one per text.
+    """Rows for ``person`` sealed by the SDK's own ``_sealing.seal``, one per text.
 
     Payload, envelope, associated data, blind terms and pseudonym are exactly ``remember``'s;
     ``recorded_at`` steps by one millisecond per row.
     """
     base = start or datetime(2023, 1, 1, tzinfo=UTC)
-    with tenant.use(TENANT):
-        handle = memory.acting_for(person, agent=AGENT)
-        rows = []
-        for i, text in enumerate(texts):
-            when = base + timedelta(milliseconds=i)
-            rows.append(handle._seal_row(
-                TENANT, subject=person, memory_id=new_memory_id(), version=1, text=text,
-                kind=Kind.FACT, labels=("personal",), source=Source.agent(AGENT),
-                trust=Trust.INFERRED, owner=AGENT, confirmed_by=None, data=None,
-                data_type=None, session_only=False, session=None, pinned=False,
-                created_at=when, recorded_at=when, valid_from=when,
-            ))
+    caller = Caller(services_of(memory), TENANT, person, AGENT, None)
+    rows = []
+    for i, text in enumerate(texts):
+        when = base + timedelta(milliseconds=i)
+        contents = Contents(
+            text=text, kind=Kind.FACT, labels=("personal",), source=Source.agent(AGENT),
+            trust=Trust.INFERRED, agent=AGENT, author=AGENT, confirmed_by=None, data=None,
+            data_type=None, session=None, session_only=False, valid_from=when,
+            recorded_at=when,
+        )
+        place = Place(memory_id=new_memory_id(), version=1, subject=person, pinned=False,
+                      created_at=when)
+        rows.append(seal(caller, contents, place))
     return rows
 
 
@@ -158,24 +162,23 @@ def seal_vectors(
     """The sealed embedding of each of ``person``'s ``rows`` (of ``texts``), as ``remember``
     stores it.
 
-    The core's own steps (``ScopedMemory._sealed_vector``): ``VectorIndex.embed`` (the
+    The core's own steps (``_sealing.seal_vector``): ``VectorIndex.embed`` (the
     embedder's unit vector, checked), ``VectorIndex.seal`` (packed with the embedder's name),
     sealed under the person's key with the version's vector associated data
-    (``ScopedMemory._vector_ad``). Each distinct text is embedded once (the corpus is cycled).
+    (``_sealing.vector_ad``). Each distinct text is embedded once (the corpus is cycled).
     """
     index = VectorIndex(embedder)
     embedded: dict[str, Any] = {}
     sealed: list[bytes] = []
-    with tenant.use(TENANT):
-        handle = memory.acting_for(person, agent=AGENT)
-        keys = memory._subject_keys(TENANT, person, create=True)
-        assert keys is not None  # create=True always returns keys
-        for row, text in zip(rows, texts, strict=True):
-            vector = embedded.get(text)
-            if vector is None:
-                vector = embedded[text] = index.embed(text)
-            ad = handle._vector_ad(TENANT, person, row.memory_id, row.version)
-            sealed.append(index.seal(vector, partial(keys.seal, associated_data=ad)))
+    caller = Caller(services_of(memory), TENANT, person, AGENT, None)
+    keys = caller.services.subject_keys(TENANT, person, create=True)
+    assert keys is not None  # create=True always returns keys
+    for row, text in zip(rows, texts, strict=True):
+        vector = embedded.get(text)
+        if vector is None:
+            vector = embedded[text] = index.embed(text)
+        ad = vector_ad(caller, person, row.memory_id, row.version)
+        sealed.append(index.seal(vector, partial(keys.seal, associated_data=ad)))
     return sealed
 
 
@@ -243,14 +246,14 @@ class Corpus:
 
 #: (file suffix, function name) → what it is, for the profile breakdown.
 HOT_SPOTS: dict[tuple[str, str], str] = {
-    ("_scoped.py", "_screen"): "injection check on recalled memories (_screen)",
-    ("_scoped.py", "_check_injection"): "injection check on the written text",
-    ("_scoped.py", "_open_row"): "opening sealed rows (_open_row)",
-    ("_scoped.py", "_seal_row"): "sealing and blinding (_seal_row)",
-    ("_scoped.py", "_query_groups"): "normalising and blinding the query",
-    ("_scoped.py", "_filter"): "building the filter (grant and kill-switch reads)",
-    ("_scoped.py", "_check_write"): "write checks (kill switch, grant, limits)",
-    ("_scoped.py", "_is_child"): "child-policy read",
+    ("_walls.py", "screen"): "injection check on recalled memories (screen)",
+    ("_walls.py", "check_injection"): "injection check on the written text",
+    ("_sealing.py", "open_contents"): "opening sealed rows (open_contents)",
+    ("_sealing.py", "seal"): "sealing and blinding (seal)",
+    ("_recall.py", "query_groups"): "normalising and blinding the query",
+    ("_caller.py", "filter"): "building the filter (grant and kill-switch reads)",
+    ("_walls.py", "check_write"): "write checks (kill switch, grant, limits)",
+    ("_caller.py", "guardian_policy"): "child-policy read",
     ("_control.py", "get"): "control records read (ControlStore.get), in total",
     ("_protocol.py", "bm25_rank"): "bm25_rank (reference BM25 in Python)",
     ("_driver.py", "search"): "driver.search, in total",
@@ -260,7 +263,7 @@ HOT_SPOTS: dict[tuple[str, str], str] = {
     ("~", "<built-in method posix.fsync>"): "fsync",
     ("_vectors.py", "rank"): "vector ranking in total (VectorIndex.rank)",
     ("_driver.py", "vectors"): "driver.vectors (sealed vectors read)",
-    ("_scoped.py", "_open_vector"): "opening sealed vectors (_open_vector)",
+    ("_sealing.py", "open_vector"): "opening sealed vectors (open_vector)",
     ("embeddings.py", "cosine_top_k"): "cosine_top_k (numpy)",
     ("_vectors.py", "embed"): "embedding the query (stand-in embedder)",
     ("_fusion.py", "fuse"): "fusion",
@@ -433,12 +436,12 @@ def _small(
 def _forget_opened_vectors(memory: Memory) -> None:
     """Drop the vectors ``memory`` has opened (as a fresh process would have none).
 
-    The core keeps them in ``Memory._vectors`` (``VectorIndex``, per person); a new index
-    for the same embedder starts empty, and the driver's own caches stay warm.
+    The core keeps them in its services' ``vectors`` (``VectorIndex``, per person); a new
+    index for the same embedder starts empty, and the driver's own caches stay warm.
     """
-    index = memory._vectors
-    if index is not None:
-        memory._vectors = VectorIndex(index.embedder)
+    services = services_of(memory)
+    if services.vectors is not None:
+        services.vectors = VectorIndex(services.vectors.embedder)
 
 
 def _cold_hybrid(memory: Memory, person: str, query: str, texts: Sequence[str]) -> dict[str, Any]:
@@ -649,7 +652,7 @@ def blind_vs_plain_bm25(
     as recall does. Same corpus, same order of calls (interleaved).
     """
     with tenant.use(TENANT):
-        keys = memory._subject_keys(TENANT, person, create=False)
+        keys = services_of(memory).subject_keys(TENANT, person, create=False)
     assert keys is not None
     blind_times: list[float] = []
     plain_times: list[float] = []

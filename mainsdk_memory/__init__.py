@@ -13,6 +13,7 @@ of overwritten, and forgotten with a signed receipt::
 """
 
 from mainsdk_memory import audit, injection, receipts, tenant
+from mainsdk_memory._agents import ReadPolicy
 from mainsdk_memory._errors import (
     AgentDisabledError,
     BundleError,
@@ -36,6 +37,9 @@ from mainsdk_memory._errors import (
     TenantMismatchError,
 )
 from mainsdk_memory._memory import Memory
+from mainsdk_memory._options import Options
+from mainsdk_memory._privacy import Privacy
+from mainsdk_memory._recall import RecallMode
 from mainsdk_memory._records import (
     AgentLimits,
     ForgetRequest,
@@ -75,8 +79,12 @@ __all__ = [
     "MemoryRecord",
     "MemorySDKError",
     "NoTenantError",
+    "Options",
     "Page",
     "PersonMemory",
+    "Privacy",
+    "ReadPolicy",
+    "RecallMode",
     "Receipt",
     "ReceiptError",
     "RequestNotFound",

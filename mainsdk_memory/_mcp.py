@@ -32,13 +32,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mainsdk_memory import _validate as check
+from mainsdk_memory import _validate as validate
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._errors import InvalidInputError, MemorySDKError
+from mainsdk_memory._mcp_names import FORGET, RECALL, REMEMBER
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Kind, Source
 from mainsdk_memory._scoped import ScopedMemory
-from mainsdk_memory.mcp_server import FORGET, RECALL, REMEMBER
 
 __all__ = [
     "SCOPE_ARGUMENTS",
@@ -90,12 +90,12 @@ _ArgumentsT = TypeVar("_ArgumentsT", bound=_Arguments)
 
 
 class _RememberArguments(_Arguments):
-    text: str = Field(min_length=1, max_length=check.MAX_TEXT_CHARS)
+    text: str = Field(min_length=1, max_length=validate.MAX_TEXT_CHARS)
     kind: Literal["fact", "preference", "event", "procedure", "note", "insight"] = "fact"
 
 
 class _RecallArguments(_Arguments):
-    query: str = Field(min_length=1, max_length=check.MAX_TEXT_CHARS)
+    query: str = Field(min_length=1, max_length=validate.MAX_TEXT_CHARS)
     top_k: int = Field(default=5, ge=1, le=MAX_RECALL)
     max_chars: int | None = Field(default=None, ge=1)
 
@@ -154,7 +154,7 @@ _REMEMBER_TOOL = types.Tool(
             "text": {
                 "type": "string",
                 "minLength": 1,
-                "maxLength": check.MAX_TEXT_CHARS,
+                "maxLength": validate.MAX_TEXT_CHARS,
                 "description": "The memory, one self-contained sentence or a few.",
             },
             "kind": {
@@ -203,7 +203,7 @@ _RECALL_TOOL = types.Tool(
             "query": {
                 "type": "string",
                 "minLength": 1,
-                "maxLength": check.MAX_TEXT_CHARS,
+                "maxLength": validate.MAX_TEXT_CHARS,
                 "description": "What to look for, in plain words.",
             },
             "top_k": {

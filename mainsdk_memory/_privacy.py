@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 import jwt
 
-from mainsdk_memory import _validate as check
+from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
+from mainsdk_memory._caller import PERSON_AGENT, Caller
 from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
-from mainsdk_memory._scoped import PersonMemory, ScopedMemory
+from mainsdk_memory._scoped import ScopedMemory
+from mainsdk_memory._sealing import open_record
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
 if TYPE_CHECKING:
-    from mainsdk_memory._memory import Memory
+    from mainsdk_memory._services import Services
 
 __all__ = ["EXPORT_FORMAT", "Privacy"]
 
@@ -35,30 +37,28 @@ _PAGE = 200
 class Privacy:
     """Erase, export, children and procedures for one memory store (``memory.privacy``)."""
 
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
+    def __init__(self, services: Services) -> None:
+        self._services = services
 
     # -- helpers --------------------------------------------------------------------------
 
-    def _person(self, person_id: str) -> tuple[str, PersonMemory]:
+    def _person(self, person_id: str) -> tuple[str, Caller]:
         tenant_id = _tenant.current()
-        return tenant_id, PersonMemory(self._memory, tenant_id, check.person(person_id), None, None)
+        person = validate.person(person_id)
+        return tenant_id, Caller(self._services, tenant_id, person, PERSON_AGENT, None)
 
     def _rows_of(self, tenant_id: str, subject: str) -> Iterable[StoredRow]:
         """Every current row of ``subject``: all agents, sessions, expired or not."""
         where = Filter(
-            tenant=tenant_id, app=self._memory.app, subjects=(subject,), any_session=True
+            tenant=tenant_id, app=self._services.app, subjects=(subject,), any_session=True
         )
         after: tuple[datetime, str] | None = None
         while True:
-            rows = self._memory.driver.list(where, limit=_PAGE, after=after)
+            rows = self._services.store.list(where, limit=_PAGE, after=after)
             yield from rows
             if len(rows) < _PAGE:
                 return
             after = (rows[-1].created_at, rows[-1].memory_id)
-
-    def _log(self, tenant_id: str, receipt: _receipts.Receipt) -> None:
-        self._memory._log_receipt(tenant_id, receipt)
 
     # -- erase ----------------------------------------------------------------------------
 
@@ -73,9 +73,9 @@ class Privacy:
         finishes, and an erase with nothing left returns a receipt that says so.
         """
         tenant_id, person = self._person(person_id)
-        memory = self._memory
-        with memory._audited(tenant_id, "erase", actor="app", person=person.person) as note:
-            pseudonym = person._pseudonym(tenant_id)
+        services = self._services
+        with services.audit.call(tenant_id, "erase", actor="app", person=person.person) as note:
+            pseudonym = person.pseudonym()
             memory_ids: list[str] = []
             version_ids: list[str] = []
             modes = {"hard"}
@@ -84,36 +84,35 @@ class Privacy:
                 if not batch:
                     break
                 for row in batch:
-                    result = memory.driver.erase(tenant_id, memory.app, pseudonym, row.memory_id)
+                    result = services.store.erase(
+                        tenant_id, services.app, pseudonym, row.memory_id
+                    )
                     memory_ids.append(row.memory_id)
                     version_ids += [f"{row.memory_id}.v{v}" for v in result.versions]
                     modes.add(result.mode)
-            if memory._vectors is not None:
-                memory._vectors.drop_subject(tenant_id, memory.app, pseudonym)
-            for key, _ in memory._control.list(tenant_id, f"forget/{pseudonym}/"):
-                memory._control.put(tenant_id, key, None)
-            memory._control.put(tenant_id, f"child/{pseudonym}", None)
+            if services.vectors is not None:
+                services.vectors.drop_subject(tenant_id, services.app, pseudonym)
+            for key, _ in services.control.list(tenant_id, f"forget/{pseudonym}/"):
+                services.control.put(tenant_id, key, None)
+            services.control.put(tenant_id, f"child/{pseudonym}", None)
             subject_name = f"person:{person.person}"
-            destroyed = memory._keys.destroy_subject(tenant_id, memory.app, subject_name)
+            destroyed = services.keys.destroy_subject(tenant_id, services.app, subject_name)
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
-            receipt = _receipts.issue(
+            return services.issue_receipt(
+                tenant_id,
                 {
                     "op": "erase",
                     "tenant": tenant_id,
-                    "app": memory.app,
+                    "app": services.app,
                     "about": person.person,
                     "memory_ids": memory_ids,
                     "version_ids": version_ids,
                     "key": "destroyed" if destroyed else "absent",
-                    "driver": memory.driver.name,
+                    "driver": services.driver.name,
                     "erase": "soft" if "soft" in modes else "hard",
                 },
-                memory._keys.signing_key,
-                now=memory._now(),
             )
-            self._log(tenant_id, receipt)
-            return receipt
 
     # -- export ---------------------------------------------------------------------------
 
@@ -125,30 +124,31 @@ class Privacy:
         the pending forget requests and guardian policy. Audited (ids only).
         """
         tenant_id, person = self._person(person_id)
-        memory = self._memory
-        with memory._audited(tenant_id, "export", actor="app", person=person.person) as note:
-            pseudonym = person._pseudonym(tenant_id)
+        services = self._services
+        with services.audit.call(tenant_id, "export", actor="app", person=person.person) as note:
+            pseudonym = person.pseudonym()
             memories: list[dict[str, Any]] = []
             for current in self._rows_of(tenant_id, pseudonym):
-                rows = memory.driver.versions(
-                    tenant_id, memory.app, (pseudonym,), current.memory_id
+                rows = services.store.versions(
+                    tenant_id, services.app, (pseudonym,), current.memory_id
                 )
-                versions = [person._open_row(row) for row in rows]
+                versions = [open_record(person, row) for row in rows]
                 memories.append(_export_memory(versions))
                 note.memory_ids.append(current.memory_id)
             note.count = len(memories)
             requests = [
-                document for _, document in memory._control.list(tenant_id, f"forget/{pseudonym}/")
+                document
+                for _, document in services.control.list(tenant_id, f"forget/{pseudonym}/")
             ]
             return {
                 "format": EXPORT_FORMAT,
-                "exported_at": memory._now().isoformat(),
+                "exported_at": services.now().isoformat(),
                 "tenant": tenant_id,
-                "app": memory.app,
+                "app": services.app,
                 "person": person.person,
                 "memories": memories,
                 "pending_forget_requests": requests,
-                "guardian_policy": memory._control.get(tenant_id, f"child/{pseudonym}"),
+                "guardian_policy": person.guardian_policy(),
             }
 
     # -- children -------------------------------------------------------------------------
@@ -161,35 +161,36 @@ class Privacy:
         model classifier) touches them.
         """
         tenant_id, person = self._person(person_id)
-        guardian = check.person(guardian)
-        with self._memory._audited(tenant_id, "guardian", actor="app", person=person.person):
-            key = f"child/{person._pseudonym(tenant_id)}"
-            existing = self._memory._control.get(tenant_id, key) or {}
-            self._memory._control.put(
+        guardian = validate.person(guardian)
+        control = self._services.control
+        with self._services.audit.call(tenant_id, "guardian", actor="app", person=person.person):
+            key = f"child/{person.pseudonym()}"
+            existing = control.get(tenant_id, key) or {}
+            control.put(
                 tenant_id, key, {"guardian": guardian, "consent": existing.get("consent")}
             )
 
     def record_consent(self, person_id: str, *, guardian: str) -> None:
         """Record the guardian's consent for a child; only their guardian can give it."""
         tenant_id, person = self._person(person_id)
-        guardian = check.person(guardian)
-        memory = self._memory
-        with memory._audited(tenant_id, "consent", actor="app", person=person.person):
-            key = f"child/{person._pseudonym(tenant_id)}"
-            policy = memory._control.get(tenant_id, key)
+        guardian = validate.person(guardian)
+        services = self._services
+        with services.audit.call(tenant_id, "consent", actor="app", person=person.person):
+            key = f"child/{person.pseudonym()}"
+            policy = services.control.get(tenant_id, key)
             if policy is None:
                 raise InvalidInputError(
                     "This person has no guardian policy; set one with set_guardian(...) first."
                 )
             if policy["guardian"] != guardian:
                 raise InvalidInputError("Only the person's recorded guardian can consent.")
-            policy["consent"] = {"by": guardian, "at": memory._now().isoformat()}
-            memory._control.put(tenant_id, key, policy)
+            policy["consent"] = {"by": guardian, "at": services.now().isoformat()}
+            services.control.put(tenant_id, key, policy)
 
     def guardian_policy(self, person_id: str) -> dict[str, Any] | None:
         """The person's guardian policy (``guardian``, ``consent``), or ``None``."""
-        tenant_id, person = self._person(person_id)
-        return self._memory._control.get(tenant_id, f"child/{person._pseudonym(tenant_id)}")
+        _, person = self._person(person_id)
+        return person.guardian_policy()
 
     # -- the receipts log -----------------------------------------------------------------
 
@@ -198,7 +199,7 @@ class Privacy:
         tenant_id = _tenant.current()
         return [
             _receipts.Receipt(token=document["token"], claims=document["claims"])
-            for _, document in self._memory._control.list(tenant_id, "receipt/")
+            for _, document in self._services.control.list(tenant_id, "receipt/")
         ]
 
     # -- procedures between apps ----------------------------------------------------------
@@ -211,9 +212,9 @@ class Privacy:
         procedure. The bundle is a compact JWS signed with the project key.
         """
         tenant_id = _tenant.current()
-        memory = self._memory
-        with memory._audited(tenant_id, "export-procedures", actor="app") as note:
-            viewer = PersonMemory(memory, tenant_id, "@procedures", None, None)
+        services = self._services
+        with services.audit.call(tenant_id, "export-procedures", actor="app") as note:
+            viewer = Caller(services, tenant_id, "@procedures", PERSON_AGENT, None)
             rows = {row.memory_id: row for row in self._rows_of(tenant_id, TENANT_SUBJECT)}
             if ids is None:
                 chosen = [r for r in rows.values() if _is_procedure(r.kind, r.labels)]
@@ -227,22 +228,22 @@ class Privacy:
                         "Only shared procedures labelled 'none' can leave an app; the export "
                         "was refused whole."
                     )
-            records = [viewer._open_row(row) for row in chosen]
+            records = [open_record(viewer, row) for row in chosen]
             note.memory_ids.extend(record.id for record in records)
             note.count = len(records)
             claims = {
                 "iss": _receipts.ISSUER,
                 "jti": "bndl_" + secrets.token_hex(12),
-                "iat": int(memory._now().timestamp()),
+                "iat": int(services.now().timestamp()),
                 "format": BUNDLE_FORMAT,
                 "tenant": tenant_id,
-                "app": memory.app,
+                "app": services.app,
                 "items": [
                     {"text": r.text, "kind": r.kind.value, "labels": list(r.labels)}
                     for r in records
                 ],
             }
-            key = memory._keys.signing_key
+            key = services.keys.signing_key
             return jwt.encode(
                 claims, key.private, algorithm="EdDSA", headers={"kid": key.kid, "typ": BUNDLE_TYPE}
             )
@@ -258,10 +259,10 @@ class Privacy:
         a person confirms them.
         """
         tenant_id = _tenant.current()
-        memory = self._memory
-        agent = check.name(agent, "agent")
-        with memory._audited(tenant_id, "import-procedures", actor="app") as note:
-            claims = _verify_bundle(bundle, public_key or memory._keys.export_public_jwks())
+        services = self._services
+        agent = validate.name(agent, "agent")
+        with services.audit.call(tenant_id, "import-procedures", actor="app") as note:
+            claims = _verify_bundle(bundle, public_key or services.keys.export_public_jwks())
             if claims.get("tenant") != tenant_id:
                 raise BundleError("The bundle comes from another tenant; memory never moves there.")
             items = claims.get("items")
@@ -272,7 +273,7 @@ class Privacy:
                 for item in items
             ):
                 raise BundleError
-            importer = ScopedMemory(memory, tenant_id, "@procedures", agent, None)
+            importer = ScopedMemory(Caller(services, tenant_id, "@procedures", agent, None))
             source = Source.import_(f"bundle:{claims['jti']}", ref=str(claims.get("app")))
             imported = [
                 importer.remember(

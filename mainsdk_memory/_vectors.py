@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from mainsdk_memory._errors import ConfigurationError, InvalidInputError, SealError
-from mainsdk_memory.drivers import Filter, VectorDriver, VectorEntry
+from mainsdk_memory.drivers import Filter, VectorEntry
 from mainsdk_memory.embeddings import Embedder, cosine_top_k, from_bytes, to_bytes
 
 __all__ = ["CANDIDATES", "MAX_SUBJECTS", "PRUNE_EVERY", "VectorIndex"]
@@ -46,6 +46,14 @@ MAX_SUBJECTS: Final = 64
 PRUNE_EVERY: Final = 64
 
 _FORMAT: Final = b"\x01"
+
+class VectorSource(Protocol):
+    """Where :meth:`VectorIndex.rank` reads sealed embeddings (a vector driver, guarded)."""
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = ...
+    ) -> list[VectorEntry]: ...
+
 
 Key = tuple[str, str, int]
 """``(subject, memory id, version)``: one stored version's vector."""
@@ -201,7 +209,7 @@ class VectorIndex:
                 self._forget_pairs(cache, list(cache.opened))
             self._stacks.clear()
 
-    def _prune(self, driver: VectorDriver, where: Filter, subject: str, cache: _Subject) -> None:
+    def _prune(self, driver: VectorSource, where: Filter, subject: str, cache: _Subject) -> None:
         """Drop opened vectors the driver no longer holds as current (erased elsewhere).
 
         Closed versions go too; an ``as_of`` recall opens them again when it needs them.
@@ -214,7 +222,7 @@ class VectorIndex:
 
     def rank(
         self,
-        driver: VectorDriver,
+        driver: VectorSource,
         where: Filter,
         query: npt.NDArray[np.float32],
         depth: int,

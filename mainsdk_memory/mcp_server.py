@@ -34,9 +34,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from mainsdk_memory import _validate as check
+from mainsdk_memory import _validate as validate
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._errors import ConfigurationError, MemorySDKError
+from mainsdk_memory._mcp_names import FORGET, RECALL, REMEMBER
 from mainsdk_memory._memory import Memory
 from mainsdk_memory.audit import AuditSink, JsonlFileSink
 from mainsdk_memory.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
@@ -58,12 +59,6 @@ __all__ = [
     "serve",
 ]
 
-REMEMBER = "memory.remember"
-"""The write tool."""
-RECALL = "memory.recall"
-"""The read tool."""
-FORGET = "memory.forget"
-"""The destructive tool (it only asks; the person approves)."""
 DEFAULT_SERVER_NAME = "mainsdk-memory"
 """The server's name, and the ``id`` of ``Source.mcp(...)`` on what it writes."""
 
@@ -131,10 +126,10 @@ def build_server(
     """
     with _tenant.use(tenant):  # checks the tenant id
         pass
-    person = check.person(person)
-    agent = check.name(agent, "agent")
-    session = None if session is None else check.name(session, "session")
-    name = check.name(name, "The server name")
+    person = validate.person(person)
+    agent = validate.name(agent, "agent")
+    session = None if session is None else validate.name(session, "session")
+    name = validate.name(name, "The server name")
     impl = _implementation()
     scope = impl.McpScope(
         tenant=tenant,

@@ -21,6 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from mainsdk_memory import Memory, MemoryConflictError, StoreError, tenant
+from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 from mainsdk_memory.drivers.db._driver import DbDriver
 
@@ -44,7 +45,7 @@ def _forget_one_of_several(memory: Memory) -> tuple[list[StoredRow], list[bytes]
         secret = ada.remember("Ada's safe combination is hidden in the harpsichord " * 40)
         ada.revise(secret.id, "Ada moved the combination into the xylophone case " * 40)
         ada.revise(secret.id, "Ada memorised the combination instead, zither quokka " * 40)
-        subjects = (ada._pseudonym("acme"), TENANT_SUBJECT)
+        subjects = (caller_of(ada).pseudonym(), TENANT_SUBJECT)
         rows = memory.driver.versions("acme", "app", subjects, secret.id)
         others = [
             row

@@ -27,6 +27,8 @@ import mainsdk_memory.drivers._protocol as protocol
 import mainsdk_memory.drivers.local._driver as local_driver
 from mainsdk_memory import ConfigurationError, Memory, tenant
 from mainsdk_memory._files import write_private
+from mainsdk_memory._recall import query_groups
+from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.drivers import (
     TENANT_SUBJECT,
     Filter,
@@ -176,8 +178,8 @@ def test_ten_thousand_memories_a_person_stay_usable(
         assert ada.list(limit=1).items[0].id == extra.id
         # At this size the indexed search still equals the reference exactly (its speed is
         # measured by the benchmarks, not asserted here).
-        where = ada._filter("acme")
-        query = ada._query_groups("acme", "walked near river 7")
+        where = caller_of(ada).filter()
+        query = query_groups(caller_of(ada), "walked near river 7")
         rows = memory.driver.list(where, limit=20_000)
         assert memory.driver.search(where, query, top_k=10) == bm25_rank(rows, query, 10)
 

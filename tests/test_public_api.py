@@ -15,7 +15,8 @@ def test_exported_names() -> None:
         "ErasePolicyError", "ForgetRequest", "Hit", "InvalidInputError", "KeyStoreError", "Kind",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",
-        "NoTenantError", "Page", "PersonMemory", "Receipt", "ReceiptError", "RequestNotFound",
+        "NoTenantError", "Options", "Page", "PersonMemory", "Privacy", "ReadPolicy", "RecallMode",
+        "Receipt", "ReceiptError", "RequestNotFound",
         "Scope", "ScopeError", "ScopedMemory", "SealError", "Source", "StoreError",
         "TenantMismatchError", "Trust", "__version__", "audit", "injection", "receipts", "tenant",
     ])

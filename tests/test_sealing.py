@@ -21,6 +21,9 @@ from mainsdk_memory import (
     SealError,
     tenant,
 )
+from mainsdk_memory._memory import services_of
+from mainsdk_memory._scoped import caller_of
+from mainsdk_memory._sealing import memory_ad
 from mainsdk_memory._text import index_terms
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys import KeyStore
@@ -89,7 +92,7 @@ def test_no_word_of_a_stored_sentence_is_readable_anywhere_in_the_store(
 def _row_of(memory: Memory, memory_id: str) -> StoredRow:
     with tenant.use("acme"):
         ada = memory.acting_for("ada", agent="bot")
-        subjects = (ada._pseudonym("acme"), TENANT_SUBJECT)
+        subjects = (caller_of(ada).pseudonym(), TENANT_SUBJECT)
     rows = memory.driver.versions("acme", "app", subjects, memory_id)
     assert rows
     return rows[-1]
@@ -106,7 +109,7 @@ def test_a_row_moved_to_another_person_does_not_open(memory: Memory) -> None:
         bob.remember("Bob exists, so Bob has keys.")
         record = ada.remember("Ada's bank is Millennium.")
         row = _row_of(memory, record.id)
-        moved = dataclasses.replace(row, subject=bob._pseudonym("acme"),
+        moved = dataclasses.replace(row, subject=caller_of(bob).pseudonym(),
                                     memory_id=_other_id(record.id))
         memory.driver.put(moved)
         with pytest.raises(SealError) as error:
@@ -137,7 +140,7 @@ def test_a_row_moved_to_another_tenant_does_not_open(memory: Memory) -> None:
         ada = memory.acting_for("ada", agent="bot")
         ada.remember("Ada in globex, so her keys there exist.")
         memory.driver.put(dataclasses.replace(row, tenant="globex",
-                                              subject=ada._pseudonym("globex")))
+                                              subject=caller_of(ada).pseudonym()))
         with pytest.raises(SealError):
             ada.get(record.id)
 
@@ -153,11 +156,11 @@ def test_edited_plain_columns_are_detected(memory: Memory, change: dict[str, obj
         row = _row_of(memory, record.id)
         forged = dataclasses.replace(row, memory_id=_other_id(record.id), **change)
         # Re-seal under the forged id so only the edited column is wrong.
-        keys = memory._subject_keys("acme", "ada", create=False)
+        keys = services_of(memory).subject_keys("acme", "ada", create=False)
         assert keys is not None
-        plain = keys.open(row.sealed, ada._ad("acme", "ada", record.id, 1))
+        plain = keys.open(row.sealed, memory_ad(caller_of(ada), "ada", record.id, 1))
         forged = dataclasses.replace(
-            forged, sealed=keys.seal(plain, ada._ad("acme", "ada", forged.memory_id, 1))
+            forged, sealed=keys.seal(plain, memory_ad(caller_of(ada), "ada", forged.memory_id, 1))
         )
         memory.driver.put(forged)
         with pytest.raises(SealError):
@@ -171,7 +174,7 @@ def test_a_destroyed_subject_key_leaves_its_memories_unreadable(
         ada = memory.acting_for("ada", agent="bot")
         record = ada.remember("Ada's blood type is O negative.")
         assert KeyStore.open(keys_path).destroy_subject("acme", "app", "person:ada")
-        memory._keys = KeyStore.open(keys_path)  # a fresh process would see the same
+        services_of(memory).keys = KeyStore.open(keys_path)  # a fresh process would see the same
         with pytest.raises(SealError):
             ada.get(record.id)
 

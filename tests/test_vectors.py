@@ -25,6 +25,8 @@ from mainsdk_memory import (
     Source,
     tenant,
 )
+from mainsdk_memory._memory import services_of
+from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver, Filter, VectorEntry
 from mainsdk_memory.embeddings import to_bytes
@@ -96,7 +98,7 @@ def _all_entries(memory: Memory) -> list[VectorEntry]:
 def _all_rows(memory: Memory) -> list[Any]:
     """Current rows about the persons these tests write about, and the tenant's."""
     persons = ("ada", "bob")
-    subjects = [memory.person(p)._pseudonym("acme") for p in persons] + [TENANT_SUBJECT]
+    subjects = [caller_of(memory.person(p)).pseudonym() for p in persons] + [TENANT_SUBJECT]
     where = Filter(tenant="acme", app="app", subjects=tuple(subjects), any_session=True)
     return memory.driver.list(where, limit=10_000)
 
@@ -358,7 +360,7 @@ def test_opened_vectors_erased_elsewhere_leave_this_process(
         dog = ada.remember("Ada owns a hound.")
         ada.remember("Ada drinks coffee.")
         ada.recall("puppy", mode="vector")
-        index = here._vectors
+        index = services_of(here).vectors
         assert index is not None and (dog.id, 1) in index._known  # opened, held here
         there.person("ada").forget(dog.id)
         for _ in range(PRUNE_EVERY):

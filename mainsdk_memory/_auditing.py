@@ -1,0 +1,121 @@
+"""One audit event per call: the note a call fills in as it runs, and the scope that emits it.
+
+Events carry ids, counts and codes only (never content); the outcome of a call that raised
+comes from its error's type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from mainsdk_memory._errors import (
+    ConfigurationError,
+    KeyStoreError,
+    MemoryConflictError,
+    MemoryNotFound,
+    MemorySDKError,
+    SealError,
+    StoreError,
+)
+from mainsdk_memory.audit import AuditEvent, AuditSink
+
+__all__ = ["AuditNote", "Auditor"]
+
+
+class AuditNote:
+    """What an audited call found out, filled in as it runs."""
+
+    __slots__ = ("count", "extra", "memory_ids", "outcome", "person")
+
+    def __init__(self, person: str | None, memory_ids: Iterable[str]) -> None:
+        self.person = person
+        self.memory_ids = list(memory_ids)
+        self.outcome = "ok"
+        self.count: int | None = None
+        self.extra: list[tuple[str, str]] = []
+
+
+def _outcome_of(error: MemorySDKError) -> str:
+    if isinstance(error, MemoryNotFound):
+        return "not-found"
+    if isinstance(error, MemoryConflictError):
+        return "conflict"
+    if isinstance(error, ConfigurationError | StoreError | SealError | KeyStoreError):
+        return "error"
+    return "refused"
+
+
+class Auditor:
+    """Emits the audit events of one app to its sink."""
+
+    def __init__(self, sink: AuditSink, app: str, now: Callable[[], datetime]) -> None:
+        self.sink = sink
+        self._app = app
+        self._now = now
+
+    def emit(self, event: AuditEvent) -> None:
+        """Hand ``event`` to the sink."""
+        self.sink.emit(event)
+
+    def omitted(self, tenant: str, actor: str, person: str, memory_id: str, rules: str) -> None:
+        """The event of a recalled memory the injection check left out."""
+        self.emit(
+            AuditEvent(
+                at=self._now(),
+                tenant=tenant,
+                app=self._app,
+                operation="omit",
+                outcome="refused",
+                actor=actor,
+                person=person,
+                memory_ids=(memory_id,),
+                code=rules,
+            )
+        )
+
+    @contextmanager
+    def call(
+        self,
+        tenant_id: str,
+        operation: str,
+        *,
+        actor: str,
+        person: str | None = None,
+        memory_ids: Iterable[str] = (),
+    ) -> Iterator[AuditNote]:
+        """Emit one audit event for the enclosed call: its outcome, ids and counts only."""
+        note = AuditNote(person, memory_ids)
+        try:
+            yield note
+        except MemorySDKError as error:
+            self.emit(
+                AuditEvent(
+                    at=self._now(),
+                    tenant=tenant_id,
+                    app=self._app,
+                    operation=operation,
+                    outcome=_outcome_of(error),
+                    actor=actor,
+                    person=note.person,
+                    memory_ids=tuple(note.memory_ids),
+                    code=",".join(getattr(error, "rules", ())) or error.code,
+                    extra=tuple(note.extra),
+                )
+            )
+            raise
+        self.emit(
+            AuditEvent(
+                at=self._now(),
+                tenant=tenant_id,
+                app=self._app,
+                operation=operation,
+                outcome=note.outcome,
+                actor=actor,
+                person=note.person,
+                memory_ids=tuple(note.memory_ids),
+                count=note.count,
+                extra=tuple(note.extra),
+            )
+        )

@@ -1,0 +1,128 @@
+"""Who is calling: the tenant, person, agent and session of a handle, and the scope they see.
+
+A :class:`Caller` is fixed when a handle is made. It checks that the current tenant is still
+the handle's, turns the person into the pseudonym the driver stores, resolves the agent's
+grant and kill switch, and builds the :class:`~mainsdk_memory.drivers.Filter` of every read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mainsdk_memory import tenant as _tenant
+from mainsdk_memory._errors import AgentDisabledError, ScopeError, TenantMismatchError
+from mainsdk_memory._services import Services
+from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
+
+__all__ = ["PERSON_AGENT", "Caller"]
+
+#: The agent name recorded when the person themself writes (no agent name can start with "@").
+PERSON_AGENT = "@person"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """One handle's identity: ``agent`` is :data:`PERSON_AGENT` for the person themself."""
+
+    services: Services
+    tenant: str
+    person: str
+    agent: str
+    session: str | None
+
+    @property
+    def is_person(self) -> bool:
+        """Whether the person themself is calling (not an agent)."""
+        return self.agent == PERSON_AGENT
+
+    @property
+    def actor(self) -> str:
+        """The audit event's actor: ``person`` or ``agent:<name>``."""
+        return "person" if self.is_person else f"agent:{self.agent}"
+
+    @property
+    def app(self) -> str:
+        """The app of the store."""
+        return self.services.app
+
+    def tenant_id(self) -> str:
+        """The handle's tenant, if it is still the current one."""
+        if _tenant.current() != self.tenant:
+            raise TenantMismatchError
+        return self.tenant
+
+    def pseudonym(self) -> str:
+        """The keyed pseudonym the driver stores for the person."""
+        keys = self.services.subject_keys(self.tenant, TENANT_SUBJECT, create=True)
+        assert keys is not None  # noqa: S101 - create=True always returns keys
+        return keys.pseudonym(self.person)
+
+    def subject_of(self, row: StoredRow) -> str:
+        """The subject of ``row`` as the core names it: the person's id, or the tenant."""
+        return TENANT_SUBJECT if row.subject == TENANT_SUBJECT else self.person
+
+    def about(self, about: str | None) -> str:
+        """The subject a write names: the person (default) or the tenant."""
+        if about is None or about == self.person:
+            return self.person
+        if about == TENANT_SUBJECT:
+            return TENANT_SUBJECT
+        raise ScopeError(
+            "A handle writes about the person it acts for, or about='tenant' for shared "
+            "memory. Use memory.acting_for(<that person>) to write about someone else."
+        )
+
+    def agent_records(self) -> dict[str, dict[str, Any]]:
+        """The calling agent's grant, kill and limits records (none for the person)."""
+        return {} if self.is_person else self.services.agents.records(self.tenant, self.agent)
+
+    def written_by(self, records: dict[str, dict[str, Any]] | None = None) -> str | None:
+        """The ``written_by`` restriction of this caller; refuses a killed agent."""
+        if self.is_person:
+            return None
+        if records is None:
+            records = self.agent_records()
+        if "kill" in records:
+            raise AgentDisabledError
+        return None if self.services.agents.read_policy(records) == "all" else self.agent
+
+    def filter(
+        self,
+        *,
+        kinds: frozenset[str] | None = None,
+        as_of: datetime | None = None,
+        pinned: bool | None = None,
+    ) -> Filter:
+        """What this caller may read: its person and the tenant, its session, its grant."""
+        return Filter(
+            tenant=self.tenant,
+            app=self.app,
+            subjects=(self.pseudonym(), TENANT_SUBJECT),
+            session=self.session,
+            kinds=kinds,
+            as_of=as_of,
+            pinned=pinned,
+            written_by=self.written_by(),
+            any_session=self.is_person,
+            retention=self.services.retention_cutoffs(),
+        )
+
+    def own_filter(self) -> Filter:
+        """Every current memory about the person this agent wrote, in any session."""
+        return Filter(
+            tenant=self.tenant,
+            app=self.app,
+            subjects=(self.pseudonym(),),
+            written_by=self.agent,
+            any_session=True,
+        )
+
+    def is_child(self) -> bool:
+        """Whether the person has a guardian policy (no model may read their text)."""
+        return self.guardian_policy() is not None
+
+    def guardian_policy(self) -> dict[str, Any] | None:
+        """The person's guardian policy, or ``None``."""
+        return self.services.control.get(self.tenant, f"child/{self.pseudonym()}")

@@ -1,0 +1,272 @@
+"""One version in and out of its seal: the plaintext of a version, the row a driver stores.
+
+:class:`Contents` is what a version says (text, kind, labels, source, trust, authorship,
+typed data, session and dates); :func:`seal` turns it into the :class:`StoredRow` the driver
+keeps (AES-GCM under the subject's key, bound to tenant, app, subject, memory and version,
+with blinded index terms and a pseudonymous subject), and :func:`open_contents` checks and
+opens a row back. Embeddings are sealed beside the row the same way, with their own
+associated data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from mainsdk_memory import _validate as validate
+from mainsdk_memory._caller import Caller
+from mainsdk_memory._errors import SealError
+from mainsdk_memory._records import Kind, MemoryRecord, Scope, Source, Trust
+from mainsdk_memory._text import index_terms
+from mainsdk_memory._vectors import VectorIndex
+from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
+from mainsdk_memory.keys import associated_data
+
+__all__ = [
+    "Contents",
+    "Place",
+    "memory_ad",
+    "open_contents",
+    "open_record",
+    "open_vector",
+    "seal",
+    "seal_vector",
+    "to_record",
+    "typed",
+    "vector_ad",
+]
+
+
+def typed(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
+    """A model instance as the JSON fields and type name that are sealed with a version."""
+    if data is None:
+        return None, None
+    return data.model_dump(mode="json"), validate.type_name(type(data))
+
+
+@dataclass(frozen=True, slots=True)
+class Contents:
+    """What one version says: everything that is sealed."""
+
+    text: str
+    kind: Kind
+    labels: tuple[str, ...]
+    source: Source
+    trust: Trust
+    agent: str
+    """The agent that owns the memory (wrote its first version)."""
+    author: str
+    """The agent (or :data:`~mainsdk_memory._caller.PERSON_AGENT`) that wrote this version."""
+    confirmed_by: str | None
+    data: dict[str, Any] | None
+    data_type: str | None
+    session: str | None
+    session_only: bool
+    valid_from: datetime
+    recorded_at: datetime
+
+    def payload(self) -> dict[str, Any]:
+        """The JSON document that is sealed."""
+        return {
+            "text": self.text,
+            "kind": self.kind.value,
+            "labels": list(self.labels),
+            "trust": self.trust.value,
+            "confirmed_by": self.confirmed_by,
+            "source": self.source.model_dump(mode="json"),
+            "agent": self.agent,
+            "author": self.author,
+            "session": self.session,
+            "session_only": self.session_only,
+            "valid_from": self.valid_from.isoformat(),
+            "recorded_at": self.recorded_at.isoformat(),
+            "data": self.data,
+            "data_type": self.data_type if self.data is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a version goes: its memory, number, subject and the memory's row flags."""
+
+    memory_id: str
+    version: int
+    subject: str
+    """The person's id or :data:`TENANT_SUBJECT` (the row stores the pseudonym)."""
+    pinned: bool
+    created_at: datetime
+
+
+def memory_ad(caller: Caller, subject: str, memory_id: str, version: int) -> bytes:
+    """The associated data of one version's sealed contents."""
+    return associated_data(
+        "mainsdk-memory/v1/memory", caller.tenant, caller.app, subject, memory_id, version
+    )
+
+
+def vector_ad(caller: Caller, subject: str, memory_id: str, version: int) -> bytes:
+    """The associated data of one version's sealed embedding."""
+    return associated_data(
+        "mainsdk-memory/v1/vector", caller.tenant, caller.app, subject, memory_id, version
+    )
+
+
+def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
+    """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous."""
+    keys = caller.services.subject_keys(caller.tenant, place.subject, create=True)
+    assert keys is not None  # noqa: S101 - create=True always returns keys
+    sealed = keys.seal(
+        json.dumps(contents.payload(), ensure_ascii=False).encode("utf-8"),
+        memory_ad(caller, place.subject, place.memory_id, place.version),
+    )
+    counts: dict[str, int] = {}
+    terms = index_terms(contents.text)
+    for term in terms:
+        token = keys.blind(term)
+        counts[token] = counts.get(token, 0) + 1
+    return StoredRow(
+        tenant=caller.tenant,
+        app=caller.app,
+        subject=TENANT_SUBJECT if place.subject == TENANT_SUBJECT else caller.pseudonym(),
+        memory_id=place.memory_id,
+        version=place.version,
+        kind=contents.kind.value,
+        labels=contents.labels,
+        trust=contents.trust.value,
+        agent=contents.agent,
+        session=contents.session,
+        session_only=contents.session_only,
+        pinned=place.pinned,
+        created_at=place.created_at,
+        recorded_at=contents.recorded_at,
+        valid_from=contents.valid_from,
+        valid_to=None,
+        sealed=sealed,
+        terms=counts,
+        length=len(terms),
+    )
+
+
+def open_contents(caller: Caller, row: StoredRow) -> Contents:
+    """Open ``row``; :class:`SealError` if it was swapped, edited or its key is gone."""
+    subject = caller.subject_of(row)
+    keys = caller.services.subject_keys(row.tenant, subject, create=False)
+    if keys is None:
+        raise SealError(
+            "This memory's key does not exist: its person was erased (the key destroyed), "
+            "or this store does not belong to this key store. It cannot be opened."
+        )
+    plain = keys.open(row.sealed, memory_ad(caller, subject, row.memory_id, row.version))
+    try:
+        payload = json.loads(plain)
+        contents = Contents(
+            text=payload["text"],
+            kind=Kind(payload["kind"]),
+            labels=tuple(payload["labels"]),
+            source=Source.model_validate(payload["source"]),
+            trust=Trust(payload["trust"]),
+            agent=payload["agent"],
+            author=payload.get("author", row.agent),
+            confirmed_by=payload.get("confirmed_by"),
+            data=payload["data"],
+            data_type=payload["data_type"],
+            session=payload["session"],
+            session_only=payload["session_only"],
+            valid_from=datetime.fromisoformat(payload["valid_from"]),
+            recorded_at=datetime.fromisoformat(payload["recorded_at"]),
+        )
+    except (KeyError, TypeError, ValueError, ValidationError):
+        raise SealError from None
+    consistent = (
+        contents.kind.value == row.kind
+        and contents.labels == row.labels
+        and contents.trust.value == row.trust
+        and contents.agent == row.agent
+        and contents.session == row.session
+        and contents.session_only == row.session_only
+        and contents.valid_from == row.valid_from
+        and contents.recorded_at == row.recorded_at
+    )
+    if not consistent:
+        # The driver's plain columns disagree with what was sealed: someone edited them.
+        raise SealError
+    return contents
+
+
+def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecord:
+    """The record of ``row`` whose plaintext is ``contents`` (no opening needed)."""
+    data: Any = contents.data
+    if data is not None and contents.data_type:
+        model = caller.services.data_model(contents.data_type)
+        if model is not None:
+            try:
+                data = model.model_validate(data)
+            except ValidationError:
+                data = contents.data  # the schema changed since; keep the stored fields
+    return MemoryRecord(
+        id=row.memory_id,
+        version=row.version,
+        kind=Kind(row.kind),
+        text=contents.text,
+        data=data,
+        source=contents.source,
+        trust=Trust(row.trust),
+        labels=row.labels,
+        pinned=row.pinned,
+        session_only=row.session_only,
+        scope=Scope(
+            tenant=row.tenant,
+            app=row.app,
+            about=caller.subject_of(row),
+            agent=row.agent,
+            session=row.session,
+        ),
+        valid_from=contents.valid_from,
+        valid_to=row.valid_to,
+        recorded_at=contents.recorded_at,
+        created_at=row.created_at,
+        confirmed_by=contents.confirmed_by,
+        author=contents.author,
+    )
+
+
+def open_record(caller: Caller, row: StoredRow) -> MemoryRecord:
+    """Open ``row`` as the record a caller gets."""
+    return to_record(caller, row, open_contents(caller, row))
+
+
+# -- embeddings ----------------------------------------------------------------------------
+
+
+def embedding_index(caller: Caller, *, child: bool) -> VectorIndex | None:
+    """The store's vector index, unless there is none or a child's text would reach a model
+    through it (no model ever reads a child's memories)."""
+    index = caller.services.vectors
+    if index is None or (child and index.embedder.uses_model):
+        return None
+    return index
+
+
+def seal_vector(caller: Caller, row: StoredRow, text: str, *, child: bool) -> bytes | None:
+    """``text``'s embedding sealed for ``row``'s version, or ``None`` without one."""
+    index = embedding_index(caller, child=child)
+    if index is None:
+        return None
+    subject = caller.subject_of(row)
+    keys = caller.services.subject_keys(row.tenant, subject, create=True)
+    assert keys is not None  # noqa: S101 - create=True always returns keys
+    ad = vector_ad(caller, subject, row.memory_id, row.version)
+    return index.seal(index.embed(text), lambda plain: keys.seal(plain, ad))
+
+
+def open_vector(caller: Caller, entry: VectorEntry) -> bytes:
+    """The plaintext of one stored embedding the caller may read."""
+    subject = TENANT_SUBJECT if entry.subject == TENANT_SUBJECT else caller.person
+    keys = caller.services.subject_keys(caller.tenant, subject, create=False)
+    if keys is None or entry.sealed is None:
+        raise SealError
+    return keys.open(entry.sealed, vector_ad(caller, subject, entry.memory_id, entry.version))

@@ -1,0 +1,107 @@
+"""The core's services: one object that ``Memory``, the handles and ``Privacy`` all hold.
+
+``Memory`` is the public recipe; everything it builds when a store opens lives here: the
+guarded driver, the key store, the sealed control records, the agents' records and write
+counts, the opened-vector and injection-verdict caches, the clock, the audit and the checked
+options. Nothing in it is public API; :func:`mainsdk_memory._memory.services_of` hands it to
+the project's own benchmarks and tests.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from mainsdk_memory import _validate as validate
+from mainsdk_memory import receipts as _receipts
+from mainsdk_memory._agents import AgentControl
+from mainsdk_memory._auditing import Auditor
+from mainsdk_memory._control import ControlStore
+from mainsdk_memory._errors import InvalidInputError
+from mainsdk_memory._guard import GuardedStore
+from mainsdk_memory._options import Settings
+from mainsdk_memory._vectors import VectorIndex
+from mainsdk_memory._walls import Verdicts
+from mainsdk_memory.drivers import TENANT_SUBJECT, Driver
+from mainsdk_memory.keys import KeyStore, SubjectKeys
+
+__all__ = ["Services"]
+
+
+class Services:
+    """What one open store runs on (see the module docstring)."""
+
+    def __init__(self, driver: Driver, keys: KeyStore, settings: Settings) -> None:
+        self.settings = settings
+        self.app = settings.app
+        self.driver = driver
+        """The driver itself (for its name and raw storage)."""
+        self.store = GuardedStore(driver)
+        """The driver as the core reads it: every returned row is filtered again."""
+        self.keys = keys
+        self.control = ControlStore(driver, keys, settings.app)
+        self.agents = AgentControl(self.control, settings.limits, self.now)
+        self.audit = Auditor(settings.audit, settings.app, self.now)
+        self.verdicts = Verdicts()
+        self.vectors: VectorIndex | None = (
+            None if settings.embedder is None else VectorIndex(settings.embedder)
+        )
+        self._schemas: dict[str, type[BaseModel]] = {}
+        for schema in settings.schemas:
+            self.register_schema(schema)
+
+    # -- time -----------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The clock's time (checked: timezone-aware)."""
+        return validate.aware(self.settings.clock(), "The clock's time")
+
+    def retention_cutoffs(self) -> tuple[tuple[str, datetime], ...]:
+        """``(label, cutoff)``: memories with ``label`` created before ``cutoff`` expired."""
+        now = self.now()
+        return tuple(sorted((label, now - life) for label, life in self.settings.retention.items()))
+
+    # -- keys -----------------------------------------------------------------------------
+
+    def subject_keys(self, tenant_id: str, subject: str, *, create: bool) -> SubjectKeys | None:
+        """The keys of a person (by id) or of the tenant (:data:`TENANT_SUBJECT`)."""
+        name = subject if subject == TENANT_SUBJECT else f"person:{subject}"
+        return self.keys.subject_keys(tenant_id, self.app, name, create=create)
+
+    def issue_receipt(self, tenant_id: str, claims: dict[str, Any]) -> _receipts.Receipt:
+        """Sign ``claims`` (ids only) and append the receipt to the tenant's receipts log."""
+        receipt = _receipts.issue(claims, self.keys.signing_key, now=self.now())
+        # Wall-clock nanoseconds order the log even when receipts share a second.
+        key = f"receipt/{time.time_ns():020d}-{receipt.id}"
+        self.control.put(tenant_id, key, {"token": receipt.token, "claims": dict(receipt.claims)})
+        return receipt
+
+    # -- typed data -----------------------------------------------------------------------
+
+    def register_schema(self, model: type[BaseModel]) -> None:
+        """Let typed facts of ``model`` come back as instances of it."""
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            raise InvalidInputError("A schema is a pydantic model class.")
+        self._schemas[validate.type_name(model)] = model
+
+    def data_model(self, name: str) -> type[BaseModel] | None:
+        """The model a stored ``data_type`` names, if registered or already imported."""
+        model = self._schemas.get(name)
+        if model is None:
+            # A model already imported by the app is used; stored names never trigger imports.
+            module_name, _, qualname = name.partition(":")
+            obj: Any = sys.modules.get(module_name)
+            for part in qualname.split("."):
+                obj = getattr(obj, part, None)
+            if isinstance(obj, type) and issubclass(obj, BaseModel):
+                model = obj
+        return model
+
+    def close(self) -> None:
+        """Close the driver."""
+        self.driver.close()
+

@@ -1,0 +1,114 @@
+"""The walls at write and at recall: the injection check, an agent's kill switch and limits.
+
+At write, a text the detector flags raises :class:`MemoryInjectionError` before anything is
+stored (a child's text goes to the model-free detector only), and an agent's write must pass
+its kill switch, its cap of memories per person and its rate. At recall, every memory is
+checked again (:func:`screen`): one verdict per stored version per process, and a flagged
+memory is left out and audited by id.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from mainsdk_memory import _validate as validate
+from mainsdk_memory._errors import LimitExceededError, MemoryInjectionError
+from mainsdk_memory._records import MemoryRecord
+
+if TYPE_CHECKING:
+    from mainsdk_memory._caller import Caller
+    from mainsdk_memory._services import Services
+
+__all__ = ["Verdicts", "check_injection", "check_write", "clean_version", "screen"]
+
+VerdictKey = tuple[str, str, str, int, bool]
+"""``(tenant, app, memory id, version, child)``: ids only, never text."""
+
+
+class Verdicts:
+    """The injection check's verdict per stored version, kept in this process.
+
+    A version's text never changes, so a memory recalled again is not checked again: the
+    value is the sorted rule codes it was flagged for (empty: clean). A write records the
+    clean verdict of the check it just ran. At most ``size`` verdicts, least recently used go.
+    """
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._size = size
+        self._verdicts: OrderedDict[VerdictKey, tuple[str, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: VerdictKey) -> tuple[str, ...] | None:
+        """The rules ``key``'s version was flagged for (empty: clean), or ``None``."""
+        with self._lock:
+            rules = self._verdicts.get(key)
+            if rules is not None:
+                self._verdicts.move_to_end(key)
+            return rules
+
+    def put(self, key: VerdictKey, rules: tuple[str, ...]) -> None:
+        """Record the verdict of ``key``'s version."""
+        with self._lock:
+            self._verdicts[key] = rules
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self._size:
+                self._verdicts.popitem(last=False)
+
+
+def _rules(services: Services, text: str, *, child: bool) -> tuple[str, ...]:
+    settings = services.settings
+    detector = settings.child_detector if child else settings.detector
+    return tuple(sorted({finding.rule for finding in detector.check(text)}))
+
+
+def check_injection(services: Services, text: str, *, child: bool = False) -> None:
+    """Refuse a text the detector flags (codes only in the error)."""
+    rules = _rules(services, text, child=child)
+    if rules:
+        raise MemoryInjectionError(rules)
+
+
+def check_write(caller: Caller, *, new_personal_memory: bool) -> None:
+    """An agent's write: its kill switch, its cap per person (for a new memory), its rate."""
+    if caller.is_person:
+        return
+    services = caller.services
+    records = caller.agent_records()
+    caller.written_by(records)  # the kill switch
+    limits = services.agents.limits(records)
+    if new_personal_memory and limits.memories_per_person is not None:
+        cap = limits.memories_per_person
+        if len(services.store.list(caller.own_filter(), limit=cap + 1)) >= cap:
+            raise LimitExceededError(
+                f"The agent already holds {cap} memories about this person, its limit; "
+                "nothing was stored. Forget or revise old ones, or raise the limit."
+            )
+    services.agents.count_write(caller.tenant, caller.agent, limits.writes_per_minute)
+
+
+def clean_version(
+    services: Services, tenant: str, memory_id: str, version: int, child: bool
+) -> None:
+    """Record that a version just written passed the check (recalls here skip it)."""
+    services.verdicts.put((tenant, services.app, memory_id, version, child), ())
+
+
+def screen(caller: Caller, records: list[MemoryRecord]) -> list[MemoryRecord]:
+    """Leave out recalled memories the injection check flags, and audit each omission."""
+    services = caller.services
+    kept = []
+    for record in records:
+        child = validate.CHILD_LABEL in record.labels
+        key = (caller.tenant, services.app, record.id, record.version, child)
+        rules = services.verdicts.get(key)
+        if rules is None:
+            rules = _rules(services, record.text, child=child)
+            services.verdicts.put(key, rules)
+        if not rules:
+            kept.append(record)
+            continue
+        codes = ",".join(rules)
+        services.audit.omitted(caller.tenant, caller.actor, caller.person, record.id, codes)
+    return kept
