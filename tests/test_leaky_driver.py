@@ -48,7 +48,9 @@ class LeakyDriver:
         for row in self.inner.versions(tenant_id, app, (subject,), memory_id):
             self.rows[_key(row)] = row  # closed versions get their valid_to here
 
-    def put(self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None) -> None:
+    def put(
+        self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
+    ) -> None:
         self.inner.put(row, closes=closes, vector=vector)
         self._sync(row.tenant, row.app, row.subject, row.memory_id)
         if vector is not None:
@@ -205,7 +207,7 @@ def test_nothing_leaks_through_any_read(leaky: tuple[Memory, LeakyDriver, Clock]
 
 def test_retention_sweeps_only_what_expired(leaky: tuple[Memory, LeakyDriver, Clock]) -> None:
     memory, driver, clock = leaky
-    allowed, hidden = _fill(memory, driver, clock)
+    allowed, _hidden = _fill(memory, driver, clock)
     with tenant.use("acme"):
         receipts = memory.enforce_retention()  # the driver names every memory as expired
         assert len(receipts) == 1 and receipts[0].claims["label"] == "short"
