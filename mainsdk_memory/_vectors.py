@@ -166,7 +166,8 @@ class VectorIndex:
             )
         vector = matrix[0].astype(np.float32)
         norm = float(np.linalg.norm(vector))
-        return vector / norm if norm > 0.0 else vector
+        unit: npt.NDArray[np.float32] = vector / norm if norm > 0.0 else vector
+        return unit
 
     def seal(self, vector: npt.NDArray[np.float32], seal: Callable[[bytes], bytes]) -> bytes:
         """``vector`` packed with this embedder's name, then sealed by ``seal``."""

@@ -155,11 +155,12 @@ class HashingEmbedder:
                 out[row, bucket] += sign * weight
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         # Signed features can cancel out exactly; such a row falls back to the empty feature.
-        for row in np.flatnonzero(norms[:, 0] == 0.0):
+        for empty in np.flatnonzero(norms[:, 0] == 0.0).tolist():
             bucket, sign = _bucket(_EMPTY_FEATURE, self.dimensions)
-            out[row, bucket] = sign
-            norms[row, 0] = 1.0
-        return (out / norms).astype(np.float32)
+            out[empty, bucket] = sign
+            norms[empty, 0] = 1.0
+        unit: FloatMatrix = (out / norms).astype(np.float32)
+        return unit
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimensions={self.dimensions})"
@@ -355,4 +356,5 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 def _normalise_rows(matrix: FloatMatrix) -> FloatMatrix:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
-    return (matrix / norms).astype(np.float32)
+    unit: FloatMatrix = (matrix / norms).astype(np.float32)
+    return unit
