@@ -87,35 +87,27 @@ class Auditor:
     ) -> Iterator[AuditNote]:
         """Emit one audit event for the enclosed call: its outcome, ids and counts only."""
         note = AuditNote(person, memory_ids)
-        try:
-            yield note
-        except MemorySDKError as error:
+
+        def event(outcome: str, *, code: str | None = None, count: int | None = None) -> None:
             self.emit(
                 AuditEvent(
                     at=self._now(),
                     tenant=tenant_id,
                     app=self._app,
                     operation=operation,
-                    outcome=_outcome_of(error),
+                    outcome=outcome,
                     actor=actor,
                     person=note.person,
                     memory_ids=tuple(note.memory_ids),
-                    code=",".join(getattr(error, "rules", ())) or error.code,
+                    code=code,
+                    count=count,
                     extra=tuple(note.extra),
                 )
             )
+
+        try:
+            yield note
+        except MemorySDKError as error:
+            event(_outcome_of(error), code=",".join(getattr(error, "rules", ())) or error.code)
             raise
-        self.emit(
-            AuditEvent(
-                at=self._now(),
-                tenant=tenant_id,
-                app=self._app,
-                operation=operation,
-                outcome=note.outcome,
-                actor=actor,
-                person=note.person,
-                memory_ids=tuple(note.memory_ids),
-                count=note.count,
-                extra=tuple(note.extra),
-            )
-        )
+        event(note.outcome, count=note.count)
