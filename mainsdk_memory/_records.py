@@ -76,14 +76,15 @@ class Source(BaseModel):
 
     @property
     def trust(self) -> Trust:
-        """The trust this source earns."""
+        """The most trust this source can earn (a person source is ``confirmed`` only when the
+        person's own handle writes it about themself; from an agent it is ``inferred``)."""
         return _TRUST_OF[self.kind]
 
     @classmethod
     def person(
         cls, person_id: str, *, ref: str | None = None, at: datetime | None = None
     ) -> Source:
-        """A person said it (trust ``confirmed``)."""
+        """A person said it (``confirmed`` from the person's own handle, else ``inferred``)."""
         return cls(kind="person", id=person_id, ref=ref, at=at)
 
     @classmethod

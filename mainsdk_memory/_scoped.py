@@ -45,8 +45,14 @@ from mainsdk_memory._sealing import (
     to_record,
     typed,
 )
-from mainsdk_memory._walls import check_injection, check_write, clean_version
-from mainsdk_memory.drivers import TENANT_SUBJECT, TRUST_RANK, StoredRow
+from mainsdk_memory._walls import (
+    check_injection,
+    check_write,
+    clean_version,
+    revised_trust,
+    trust_of,
+)
+from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 
 __all__ = ["PersonMemory", "ScopedMemory", "caller_of"]
 
@@ -167,8 +173,10 @@ class _Handle:
 
         ``about`` defaults to the person acted for; ``"tenant"`` stores shared memory.
         ``source`` defaults to this agent (trust ``inferred``; the person's own handle:
-        ``confirmed``). A tool, MCP, web or import source makes the memory ``untrusted`` and
-        quarantined: only this session sees it until the person confirms it.
+        ``confirmed``). Only the person's own handle confirms: ``Source.person(...)`` from an
+        agent records the agent's claim that the person said it, as ``inferred``. A tool,
+        MCP, web or import source makes the memory ``untrusted`` and quarantined: only this
+        session sees it until the person confirms it.
         ``session_only`` memories are seen only in this session. ``data`` is a pydantic model
         instance kept with the text and returned as that model. The injection check runs
         first; a flagged text raises :class:`MemoryInjectionError` and nothing is stored.
@@ -200,15 +208,16 @@ class _Handle:
             if data is not None:
                 services.register_schema(type(data))
             fields, data_type = typed(data)
+            trust = trust_of(caller, source)
             contents = Contents(
                 text=text,
                 kind=checked_kind,
                 labels=checked_labels,
                 source=source,
-                trust=source.trust,
+                trust=trust,
                 agent=caller.agent,
                 author=caller.agent,
-                confirmed_by=self._confirmed_by(source.trust),
+                confirmed_by=self._confirmed_by(trust),
                 data=fields,
                 data_type=data_type,
                 session=caller.session,
@@ -242,7 +251,7 @@ class _Handle:
 
         Unset arguments keep the current version's kind and labels; ``data`` belongs to the
         text it comes with, so it is not carried over. A revision never raises trust above the
-        current version's unless a person is its source. Raises
+        current version's unless the person's own handle writes it. Raises
         :class:`MemoryConflictError` if another writer revised it first.
         """
         with self._begin("revise", [memory_id]):
@@ -267,9 +276,7 @@ class _Handle:
             now = services.now()
             if start is None:
                 start = max(now, current.valid_from)  # a future-dated version closes later
-            trust = source.trust
-            if source.kind != "person" and TRUST_RANK[current.trust] < TRUST_RANK[trust]:
-                trust = Trust(current.trust)  # revising cannot launder an untrusted memory
+            trust = revised_trust(caller, source, current.trust)
             if data is not None:
                 services.register_schema(type(data))
             fields, data_type = typed(data)

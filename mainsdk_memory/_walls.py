@@ -15,13 +15,22 @@ from typing import TYPE_CHECKING
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._errors import LimitExceededError, MemoryInjectionError
-from mainsdk_memory._records import MemoryRecord
+from mainsdk_memory._records import MemoryRecord, Source, Trust
+from mainsdk_memory.drivers import TRUST_RANK
 
 if TYPE_CHECKING:
     from mainsdk_memory._caller import Caller
     from mainsdk_memory._services import Services
 
-__all__ = ["Verdicts", "check_injection", "check_write", "clean_version", "screen"]
+__all__ = [
+    "Verdicts",
+    "check_injection",
+    "check_write",
+    "clean_version",
+    "revised_trust",
+    "screen",
+    "trust_of",
+]
 
 VerdictKey = tuple[str, str, str, int, bool]
 """``(tenant, app, memory id, version, child)``: ids only, never text."""
@@ -55,6 +64,28 @@ class Verdicts:
             self._verdicts.move_to_end(key)
             while len(self._verdicts) > self._size:
                 self._verdicts.popitem(last=False)
+
+
+def trust_of(caller: Caller, source: Source) -> Trust:
+    """The trust a write from ``caller`` with ``source`` earns.
+
+    Only the person's own handle confirms, and only what it says of itself: a person source
+    written by an agent (or naming another person) is the agent's claim that the person said
+    it, recorded as what it is: ``inferred``, with the claim kept in the source.
+    """
+    if source.kind == "person":
+        own = caller.is_person and source.id == caller.person
+        return Trust.CONFIRMED if own else Trust.INFERRED
+    return source.trust
+
+
+def revised_trust(caller: Caller, source: Source, current: str) -> Trust:
+    """The trust of a revision: never above the current version's, unless the person's own
+    handle confirms (so quarantined text cannot be laundered by revising it)."""
+    trust = trust_of(caller, source)
+    if trust is not Trust.CONFIRMED and TRUST_RANK[current] < TRUST_RANK[trust]:
+        return Trust(current)
+    return trust
 
 
 def _rules(services: Services, text: str, *, child: bool) -> tuple[str, ...]:

@@ -73,7 +73,7 @@ def test_source_sets_trust_and_keeps_its_reference(memory: Memory) -> None:
         "Ada's daughter is called Lin.", source=Source.person("ada", ref="msg_981")
     )
     page = ada.remember("The weather page says rain.", source=Source.web("https://example.test/"))
-    assert said.trust is Trust.CONFIRMED and said.source.ref == "msg_981"
+    assert said.trust is Trust.INFERRED and said.source.ref == "msg_981"  # the agent's claim
     assert page.trust is Trust.UNTRUSTED and page.source.kind == "web"
     assert ada.get(said.id).source == Source.person("ada", ref="msg_981")
 

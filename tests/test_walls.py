@@ -50,7 +50,8 @@ def audited(store_url: str, keys_path: Path, sink: MemorySink) -> Memory:
 def test_trust_follows_the_source_and_cannot_be_passed_in(memory: Memory) -> None:
     bot = memory.acting_for("ada", agent="bot", session="s1")
     cases = {
-        Source.person("ada"): Trust.CONFIRMED,
+        Source.person("ada"): Trust.INFERRED,  # the agent's claim that ada said it
+        Source.person("bea"): Trust.INFERRED,
         Source.agent("bot"): Trust.INFERRED,
         Source.model("summariser"): Trust.INFERRED,
         Source.tool("crm.lookup", ref="call_12"): Trust.UNTRUSTED,
@@ -61,6 +62,12 @@ def test_trust_follows_the_source_and_cannot_be_passed_in(memory: Memory) -> Non
     for source, trust in cases.items():
         record = bot.remember(f"Ada note from {source.kind} {source.id}.", source=source)
         assert record.trust is trust and record.source == source
+        assert record.confirmed_by is None
+    ada = memory.person("ada")
+    own = ada.remember("Ada says her locker is 17.", source=Source.person("ada"))
+    assert own.trust is Trust.CONFIRMED and own.confirmed_by == "ada"
+    other = ada.remember("Ada says Bea's locker is 18.", source=Source.person("bea"))
+    assert other.trust is Trust.INFERRED and other.confirmed_by is None  # not bea's handle
     with pytest.raises(TypeError):
         bot.remember("Ada is trusted.", trust="confirmed")  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="extra"):
@@ -68,9 +75,10 @@ def test_trust_follows_the_source_and_cannot_be_passed_in(memory: Memory) -> Non
 
 
 def test_equal_relevance_never_puts_untrusted_above_confirmed(memory: Memory) -> None:
+    memory.grant("bot", read="all")  # so the bot sees what ada said through her own handle
     bot = memory.acting_for("ada", agent="bot", session="s1")
     # Written in this order so that recency alone would put the untrusted one first.
-    said = bot.remember("Ada's parcel locker is 17.", source=Source.person("ada"))
+    said = memory.person("ada").remember("Ada's parcel locker is 17.")
     guessed = bot.remember("Ada's parcel locker is 17.")
     scraped = bot.remember("Ada's parcel locker is 17.", source=Source.web("https://x.test"))
     hits = bot.recall("parcel locker", top_k=3)
@@ -113,7 +121,11 @@ def test_an_agent_cannot_confirm_or_launder_a_quarantined_memory(memory: Memory)
     later = memory.acting_for("ada", agent="bot", session="s2")
     assert later.recall("address Rua Nova") == []
     again = bot.revise(stored.id, "Ada says it is Rua Nova 2.", source=Source.person("ada"))
-    assert again.trust is Trust.CONFIRMED  # the app states the person said it
+    assert again.trust is Trust.UNTRUSTED  # an agent's claim that ada said it confirms nothing
+    assert again.source == Source.person("ada")  # the claim is kept
+    assert later.recall("address Rua Nova") == []
+    said = memory.person("ada").revise(stored.id, "Ada says it is Rua Nova 3.")
+    assert said.trust is Trust.CONFIRMED and said.confirmed_by == "ada"  # her own handle
     assert [hit.record.id for hit in later.recall("address Rua Nova")] == [stored.id]
 
 
