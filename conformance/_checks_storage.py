@@ -33,7 +33,7 @@ def check_driver_shape(ctx: CheckContext) -> str | None:
     caps = driver.capabilities
     if not isinstance(caps, Capabilities):
         raise CheckFailed("driver.capabilities is not a mainsdk_memory.Capabilities")
-    for flag in ("text_search", "time_travel", "vectors", "relations", "extraction"):
+    for flag in ("text_search", "time_travel", "vectors"):
         if not isinstance(getattr(caps, flag), bool):
             raise CheckFailed(f"capabilities.{flag} is not True or False")
     if not isinstance(caps.concurrent_writers, bool):

@@ -115,18 +115,6 @@ CAPABILITIES: tuple[Capability, ...] = (
         shown=lambda caps: repr(caps.vectors),
     ),
     Capability(
-        "relations",
-        "Relations between memories (no protocol methods yet).",
-        declared=lambda caps: caps.relations is not False,
-        shown=lambda caps: repr(caps.relations),
-    ),
-    Capability(
-        "extraction",
-        "Extraction from conversations (no protocol methods yet).",
-        declared=lambda caps: caps.extraction is not False,
-        shown=lambda caps: repr(caps.extraction),
-    ),
-    Capability(
         "regions",
         "The regions the driver can keep data in are well-formed names.",
         declared=lambda caps: caps.regions != (),

@@ -16,9 +16,9 @@ from mainsdk_memory.drivers import Capabilities, Driver
 from . import (  # noqa: F401 - importing the check modules registers their checks
     _checks_concurrency,
     _checks_control,
-    _checks_declared,
     _checks_erase,
     _checks_isolation,
+    _checks_regions,
     _checks_retention,
     _checks_search,
     _checks_storage,

@@ -51,10 +51,6 @@ class Capabilities:
     """Stores a sealed embedding with each version (``put(vector=...)``) and returns the
     embeddings of the rows a filter matches (:meth:`Driver.vectors`); the SDK opens and ranks
     them in process."""
-    relations: bool = False
-    """Stores relations between memories."""
-    extraction: bool = False
-    """Extracts memories from conversations (never in remember, recall or forget)."""
     erase: Literal["hard", "soft"] = "hard"
     """``hard``: forget removes every byte of a memory; ``soft``: it only hides it."""
     regions: tuple[str, ...] = ()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from mainsdk_memory.conformance import (
     run_suite,
 )
 from mainsdk_memory.conformance._checks_erase import _blob_needles, _find, _haystacks
+from mainsdk_memory.drivers import Capabilities
 from mainsdk_memory.drivers.local import LocalDriver
 from tests import conformance_broken_drivers as broken
 
@@ -156,8 +158,7 @@ def test_the_local_driver_passes_every_declared_capability() -> None:
     statuses = _statuses(report)
     for name in REQUIRED | {"text_search", "time_travel", "concurrent_writers"}:
         assert statuses[name] is Status.PASSED, name
-    for name in ("relations", "extraction", "regions"):
-        assert statuses[name] is Status.NOT_DECLARED, name
+    assert statuses["regions"] is Status.NOT_DECLARED
     # Passed once the local driver declares vectors; until then, not declared.
     vectors = Status.PASSED if LocalDriver.capabilities.vectors else Status.NOT_DECLARED
     assert statuses["vectors"] is vectors
@@ -249,6 +250,32 @@ def test_checks_cover_every_capability_and_describe_themselves() -> None:
     assert {check.capability for check in checks} == {c.name for c in CAPABILITIES}
     for check in checks:
         assert check.description.endswith("."), check.id
+
+
+class _RegionalLocalDriver(LocalDriver):
+    """The local driver, declaring the one flag it leaves undeclared."""
+
+    capabilities = replace(LocalDriver.capabilities, regions=("eu", "us-east-1"))
+
+
+def test_every_capability_a_driver_can_declare_is_one_a_driver_can_pass(tmp_path: Path) -> None:
+    """No flag whose checks always fail: relations and extraction had no protocol behind
+    them and are gone; every other declarable flag passes on the local driver."""
+    flags = {field.name for field in fields(Capabilities)}
+    assert flags == {"text_search", "time_travel", "vectors", "erase", "regions",
+                     "concurrent_writers"}  # fmt: skip
+    names = {capability.name for capability in CAPABILITIES}
+    assert flags <= names
+    assert not {"relations", "extraction"} & (flags | names)
+    assert _statuses(_report(LocalDriver))["erase"] is Status.PASSED  # erase="hard" declared
+    for name in flags - {"regions", "erase"}:
+        assert getattr(LocalDriver.capabilities, name) is True
+        assert _statuses(_report(LocalDriver))[name] is Status.PASSED, name
+    regional = [check for check in all_checks() if check.capability == "regions"]
+    assert regional
+    for index, check in enumerate(regional):
+        result = run_check(check, _RegionalLocalDriver, tmp_path / str(index))
+        assert result.status is Status.PASSED, result.reason
 
 
 def test_the_report_reads_as_json_and_as_a_table() -> None:

@@ -191,8 +191,6 @@ class DbDriver:
         text_search=True,
         time_travel=True,
         vectors=True,
-        relations=False,
-        extraction=False,
         erase="hard",
         regions=(),
         concurrent_writers=True,

@@ -494,8 +494,6 @@ class LocalDriver:
         text_search=True,
         time_travel=True,
         vectors=True,
-        relations=False,
-        extraction=False,
         erase="hard",
         regions=(),
         concurrent_writers=True,

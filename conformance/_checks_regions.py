@@ -1,5 +1,4 @@
-"""Checks of capabilities the protocol has no methods for yet (relations, extraction), and of
-declared regions. Vectors have protocol methods and their own checks (``_checks_vectors``)."""
+"""Checks of declared regions: the names are well-formed (residency is the driver's word)."""
 
 from __future__ import annotations
 
@@ -11,25 +10,6 @@ from ._registry import CheckContext, check
 __all__: list[str] = []
 
 _REGION = re.compile(r"[a-z][a-z0-9-]{0,62}")
-
-
-def _unverifiable(name: str) -> CheckFailed:
-    return CheckFailed(
-        f"{name} is declared, but the driver protocol has no {name} methods yet, so nothing "
-        f"the driver does can back the claim; declare {name}=False until the protocol has them"
-    )
-
-
-@check("relations")
-def check_relations_declared(ctx: CheckContext) -> str | None:
-    """Declaring relations needs protocol methods that do not exist yet, so it fails."""
-    raise _unverifiable("relations")
-
-
-@check("extraction")
-def check_extraction_declared(ctx: CheckContext) -> str | None:
-    """Declaring extraction needs protocol methods that do not exist yet, so it fails."""
-    raise _unverifiable("extraction")
 
 
 @check("regions")
