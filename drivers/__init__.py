@@ -1,11 +1,13 @@
 """Storage drivers and the protocol they implement.
 
 A driver stores sealed, blinded, pseudonymous rows (:class:`StoredRow`) and declares what it
-can do (:class:`Capabilities`). Drivers are found by URL scheme through the entry-point group
-``mainsdk_memory.drivers``; ``local`` ships here, and a third party adds one by registering a
-factory that takes the URL.
+can do (:class:`Capabilities`). The quickest way to write one is :class:`BaseDriver`: implement
+storage, inherit search, list, expiry and pinning. Drivers are found by URL scheme through
+the entry-point group ``mainsdk_memory.drivers``; ``local`` ships here, and a third party adds
+one by registering a factory that takes the URL.
 """
 
+from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._protocol import (
     BM25_B,
     BM25_K1,
@@ -29,6 +31,7 @@ __all__ = [
     "QUARANTINED_TRUST",
     "TENANT_SUBJECT",
     "TRUST_RANK",
+    "BaseDriver",
     "Capabilities",
     "Driver",
     "EraseResult",

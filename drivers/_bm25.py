@@ -125,8 +125,12 @@ def raw_score(weights: Weights, counts: Sequence[int], length: int) -> float:
     """A document's raw BM25 score: one term per group it holds (zero counts are skipped, not
     added as 0.0, which keeps the sum bit-identical)."""
     norm = length_norm(length, weights.avgdl)
+    # zip(strict=False): counts has one entry per group by construction, and a strict zip
+    # costs a tenth of this function's time.
     return sum(
-        w * (tf * _K1_PLUS_1) / (tf + norm) for w, tf in zip(weights.idf, counts, strict=True) if tf
+        w * (tf * _K1_PLUS_1) / (tf + norm)
+        for w, tf in zip(weights.idf, counts, strict=False)
+        if tf
     )
 
 

@@ -41,6 +41,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
+from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._protocol import (
     Capabilities,
     EraseResult,
@@ -183,8 +184,12 @@ def _terms_statement() -> Select[Any]:
     )
 
 
-class DbDriver:
-    """Stores memories in a SQLite file or a PostgreSQL database (module docstring)."""
+class DbDriver(BaseDriver):
+    """Stores memories in a SQLite file or a PostgreSQL database (module docstring).
+
+    A :class:`~mainsdk_memory.drivers.BaseDriver` whose reads (search, list, vectors,
+    expired) and pinning are overridden by SQL, equal to the inherited reference behaviour.
+    """
 
     name = "db"
     capabilities = Capabilities(
@@ -225,12 +230,6 @@ class DbDriver:
     def close(self) -> None:
         """Close every pooled connection."""
         self._engine.dispose()
-
-    def __enter__(self) -> DbDriver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @property
     def engine(self) -> Engine:
@@ -518,6 +517,21 @@ class DbDriver:
                     v.memory_id == memory_id,
                 )
                 .order_by(v.version)
+            ).all()
+            return self._full_rows(connection, tenant, found)
+
+    def rows(self, tenant: str, app: str) -> builtins.list[StoredRow]:
+        """Every stored version of tenant and app, any subject (one snapshot; the reference
+        scan, which this driver's own reads never need)."""
+        v = VERSIONS.c
+        with (
+            translated("reading memories"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
+            found = connection.execute(
+                select(VERSIONS)
+                .where(v.tenant == tenant, v.app == app)
+                .order_by(v.subject, v.memory_id, v.version)
             ).all()
             return self._full_rows(connection, tenant, found)
 

@@ -144,4 +144,5 @@ def same_tenant(dialect: str, tenant: Any) -> ColumnElement[bool]:
     column: ColumnElement[Any] = VERSIONS.c.tenant
     if dialect == "sqlite":
         column = column + ""
-    return column == tenant
+    same: ColumnElement[bool] = column == tenant
+    return same

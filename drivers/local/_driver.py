@@ -58,6 +58,7 @@ from mainsdk_memory._errors import (
 )
 from mainsdk_memory._files import make_private_dir, remove_durably, write_private
 from mainsdk_memory.drivers import _bm25 as bm25
+from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
 from mainsdk_memory.drivers._protocol import (
     QUARANTINED_TRUST,
@@ -284,7 +285,9 @@ class _Index:
         postings = self.postings
         ints: list[list[int]] = [[] for _ in self._INTS]
         tenants, apps, subjects, kinds, trusts, agents, sessions = ints
-        created, valid_from, valid_to = [], [], []
+        created: list[int] = []
+        valid_from: list[int] = []
+        valid_to: list[int] = []
         labelled: dict[str, list[int]] = {}
         for slot, (memory_id, row, vector) in enumerate(batch, start):
             self.rows.append(row)
@@ -302,17 +305,15 @@ class _Index:
             trusts.append(code(row.trust))
             agents.append(code(row.agent))
             sessions.append(code(row.session))
-            times = (
-                _micros(row.created_at),
-                _micros(row.valid_from),
-                _FOREVER if row.valid_to is None else _micros(row.valid_to),
-            )
-            if None in times:  # (recorded_at is only ever ordered, by its timestamp())
+            begun, start_at = _micros(row.created_at), _micros(row.valid_from)
+            end_at = _FOREVER if row.valid_to is None else _micros(row.valid_to)
+            if begun is None or start_at is None or end_at is None:
+                # (recorded_at is only ever ordered, by its timestamp())
                 self.naive.add(slot)
-                times = (0, 0, 0)
-            created.append(times[0])
-            valid_from.append(times[1])
-            valid_to.append(times[2])
+                begun = start_at = end_at = 0
+            created.append(begun)
+            valid_from.append(start_at)
+            valid_to.append(end_at)
             for label in row.labels:
                 labelled.setdefault(label, []).append(slot)
             for token, count in row.terms.items():
@@ -410,14 +411,16 @@ class _Index:
             code = codes.get(value)
             if code is None:
                 return np.zeros(n, np.bool_)
-            return columns[name][:n] == code
+            same: Mask = columns[name][:n] == code
+            return same
 
         def among(name: str, values: Iterable[str]) -> Mask:
             found = [codes[value] for value in values if value in codes]
             if not found:
                 return np.zeros(n, np.bool_)
             if len(found) == 1:
-                return columns[name][:n] == found[0]
+                same: Mask = columns[name][:n] == found[0]
+                return same
             return np.isin(columns[name][:n], found)
 
         mask = self.alive[:n] & equal("tenant", where.tenant) & equal("app", where.app)
@@ -486,8 +489,13 @@ class _SubjectCache:
             self.index.add(self.memories.items())
 
 
-class LocalDriver:
-    """Stores memories as files in a folder; see the module docstring for the layout."""
+class LocalDriver(BaseDriver):
+    """Stores memories as files in a folder; see the module docstring for the layout.
+
+    A :class:`~mainsdk_memory.drivers.BaseDriver` whose reads (search, list, vectors,
+    expired) and pinning are overridden by fast paths over its cached index, equal to the
+    inherited reference behaviour.
+    """
 
     name = "local"
     capabilities = Capabilities(
@@ -562,12 +570,6 @@ class LocalDriver:
         """Drop cached rows; the driver holds no open files between calls."""
         with self._lock:
             self._caches.clear()
-
-    def __enter__(self) -> LocalDriver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- paths and locking --------------------------------------------------------------
 
@@ -1018,15 +1020,33 @@ class LocalDriver:
                         entries.append(entry._replace(sealed=vectors[slot]))
         return entries
 
+    def _subjects(self, tenant: str, app: str) -> builtins.list[str]:
+        """The subject folders of tenant and app."""
+        try:
+            return [
+                entry.name
+                for entry in os.scandir(self.root / tenant / app)
+                if entry.is_dir() and entry.name != "_control"
+            ]
+        except FileNotFoundError:
+            return []
+
+    def rows(self, tenant: str, app: str) -> builtins.list[StoredRow]:
+        """Every stored version in every subject folder of tenant and app (a snapshot)."""
+        subjects = self._subjects(tenant, app)
+        found: builtins.list[StoredRow] = []
+        with self._lock:
+            for subject in subjects:
+                cache = self._cache(tenant, app, subject)
+                if cache is not None:
+                    found += [row for memory in cache.memories.values() for row in memory.rows]
+        return found
+
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
     ) -> builtins.list[tuple[str, str]]:
         """Memories past a label's cutoff, in every subject folder of tenant and app."""
-        base = self.root / tenant / app
-        try:
-            subjects = [e.name for e in os.scandir(base) if e.is_dir() and e.name != "_control"]
-        except FileNotFoundError:
-            return []
+        subjects = self._subjects(tenant, app)
         found = set()
         with self._lock:
             for subject in subjects:
