@@ -150,6 +150,24 @@ class _Handle:
             raise ConsentRequiredError
         return True
 
+    def _keep_policy_labels(
+        self, labels: tuple[str, ...], rows: builtins.list[StoredRow], current: StoredRow
+    ) -> tuple[str, ...]:
+        """``labels`` with every policy label the memory must keep whatever a caller asks.
+
+        Policy labels come from the person's status and the memory's first version: ``child``
+        (the person is a child now, or the memory was ever written as a child's), and every
+        label of the first version that carries a retention. No revision, confirmation or
+        other path removes them.
+        """
+        retained = self._services.settings.retention
+        policy = [label for label in rows[0].labels if label in retained]
+        child = validate.CHILD_LABEL in rows[0].labels or validate.CHILD_LABEL in current.labels
+        if child or (current.subject != TENANT_SUBJECT and self._caller.is_child()):
+            policy.append(validate.CHILD_LABEL)
+        missing = [label for label in dict.fromkeys(policy) if label not in labels]
+        return (*labels, *missing)
+
     def _confirmed_by(self, trust: Trust) -> str | None:
         caller = self._caller
         return caller.person if caller.is_person and trust is Trust.CONFIRMED else None
@@ -259,8 +277,10 @@ class _Handle:
             text = validate.text(text, services.settings.max_text_chars)
             rows, current = self._current_row(memory_id)
             checked_kind = Kind(current.kind) if kind is None else validate.kind(kind)
-            checked_labels = self._allowed_labels(
-                current.labels if labels is None else validate.labels(labels)
+            checked_labels = self._keep_policy_labels(
+                self._allowed_labels(current.labels if labels is None else validate.labels(labels)),
+                rows,
+                current,
             )
             source = self._source(source)
             if data is not None and not isinstance(data, BaseModel):
@@ -270,7 +290,7 @@ class _Handle:
                 raise InvalidInputError(
                     "valid_from of a revision cannot be before the current version's valid_from."
                 )
-            child = validate.CHILD_LABEL in current.labels
+            child = validate.CHILD_LABEL in checked_labels
             check_injection(services, text, child=child)
             check_write(caller, new_personal_memory=False)
             now = services.now()
@@ -485,6 +505,7 @@ class PersonMemory(_Handle):
             now = services.now()
             contents = dataclasses.replace(
                 held,
+                labels=self._keep_policy_labels(held.labels, rows, current),
                 trust=Trust.CONFIRMED,
                 author=caller.agent,
                 confirmed_by=caller.person,
@@ -492,7 +513,7 @@ class PersonMemory(_Handle):
                 valid_from=max(now, current.valid_from),
             )
             row = seal(caller, contents, _next_place(caller, rows, current))
-            child = validate.CHILD_LABEL in current.labels
+            child = validate.CHILD_LABEL in contents.labels
             return self._store(row, contents, child=child, closes=current.version)
 
     def forget(self, memory_id: str) -> _receipts.Receipt:
