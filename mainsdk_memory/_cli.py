@@ -185,9 +185,13 @@ def _read_token(argument: str) -> str:
     if not is_file:
         return argument.strip()
     try:
-        return path.read_text().strip()
+        return path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ReceiptError(f"Cannot read the receipt file {argument}: {exc.strerror}.") from exc
+    except UnicodeDecodeError:
+        raise ReceiptError(
+            f"The file {argument} is not text, so it holds no receipt (a compact JWS)."
+        ) from None
 
 
 def receipt_main(argv: Sequence[str] | None = None) -> int:

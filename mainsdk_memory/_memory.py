@@ -102,6 +102,10 @@ class Memory:
         """
         app = validate.name(app, "app")
         settle(app, options)  # every option is checked before anything is opened
+        if not isinstance(keys, str | os.PathLike) or not str(keys):
+            raise ConfigurationError(
+                "keys is the path of the key store folder (memory keys init --keys PATH)."
+            )
         keystore = KeyStore.open(keys)
         driver = _open_driver(url)
         try:

@@ -127,11 +127,7 @@ class _Handle:
         return Source.person(caller.person) if caller.is_person else Source.agent(caller.agent)
 
     def _source(self, source: Source | None) -> Source:
-        if source is None:
-            return self._default_source()
-        if not isinstance(source, Source):
-            raise InvalidInputError("source must be a Source, for example Source.person(id).")
-        return source
+        return self._default_source() if source is None else validate.source(source)
 
     def _allowed_labels(self, labels: tuple[str, ...]) -> tuple[str, ...]:
         allowed = self._services.settings.labels
@@ -212,10 +208,7 @@ class _Handle:
                 raise InvalidInputError(
                     "session_only needs a session: use memory.acting_for(..., session=...)."
                 )
-            if data is not None and not isinstance(data, BaseModel):
-                raise InvalidInputError("data must be a pydantic model instance.")
-            if source.at is not None:
-                validate.aware(source.at, "source.at")
+            data = validate.data(data)
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
             child = subject != TENANT_SUBJECT and self._child_write()
             if child:
@@ -283,8 +276,7 @@ class _Handle:
                 current,
             )
             source = self._source(source)
-            if data is not None and not isinstance(data, BaseModel):
-                raise InvalidInputError("data must be a pydantic model instance.")
+            data = validate.data(data)
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
             if start is not None and start < current.valid_from:
                 raise InvalidInputError(

@@ -7,15 +7,17 @@ never repeats the rejected value (it may be memory content).
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel
 
 from mainsdk_memory._errors import InvalidInputError
-from mainsdk_memory._records import Kind
+from mainsdk_memory._records import Kind, Source
 from mainsdk_memory.drivers import TENANT_SUBJECT
 
 MAX_TEXT_CHARS = 8_000
@@ -45,17 +47,28 @@ def name(value: object, what: str) -> str:
     return value
 
 
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def person(value: object) -> str:
+    """A person id, in Unicode normal form C (so "José" typed two ways is one person)."""
     if (
         not isinstance(value, str)
         or not 0 < len(value) <= 256
         or value.strip() != value
         or any(ord(c) < 32 or ord(c) == 127 for c in value)
+        or not _encodable(value)
     ):
         raise InvalidInputError(
-            "A person id must be a string of 1 to 256 characters without control characters "
-            "or surrounding spaces."
+            "A person id must be a string of 1 to 256 characters of valid Unicode, without "
+            "control characters or surrounding spaces."
         )
+    value = unicodedata.normalize("NFC", value)
     if value == TENANT_SUBJECT:
         raise InvalidInputError("'tenant' is reserved for shared memory; it is not a person id.")
     return value
@@ -69,7 +82,12 @@ def aware(value: object, what: str) -> datetime:
             f"{what} must be timezone-aware (for example datetime.now(UTC)); a naive datetime "
             "is ambiguous."
         )
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(
+            f"{what} is outside the range of dates in UTC (years 1 to 9999)."
+        ) from None
 
 
 def text(value: object, limit: int, what: str = "text") -> str:
@@ -82,10 +100,34 @@ def text(value: object, limit: int, what: str = "text") -> str:
             f"The {what} is {len(value)} characters; the limit is {limit}. Split it into "
             "several memories."
         )
+    if not _encodable(value):
+        raise InvalidInputError(f"The {what} is not valid Unicode (lone surrogates).")
+    return value
+
+
+def source(value: object) -> Source:
+    """A :class:`Source` whose strings are valid Unicode and whose time is aware."""
+    if not isinstance(value, Source):
+        raise InvalidInputError("source must be a Source, for example Source.person(id).")
+    if not all(_encodable(part) for part in (value.id, value.ref) if part is not None):
+        raise InvalidInputError("The source's id or ref is not valid Unicode (lone surrogates).")
+    if value.at is not None:
+        aware(value.at, "source.at")
+    return value
+
+
+def data(value: object) -> BaseModel | None:
+    """A pydantic model instance whose fields can be sealed (JSON, valid Unicode)."""
+    if value is None:
+        return None
+    if not isinstance(value, BaseModel):
+        raise InvalidInputError("data must be a pydantic model instance.")
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInputError(f"The {what} is not valid Unicode (lone surrogates).") from None
+        json.dumps(value.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError):
+        raise InvalidInputError(
+            "data cannot be stored: its fields must be JSON values of valid Unicode."
+        ) from None
     return value
 
 
