@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
+from mainsdk_memory._files import write_private
 from mainsdk_memory._memory import Memory
 
 __all__ = ["add_privacy_commands"]
@@ -33,7 +34,7 @@ def _write_json(document: object, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
+        write_private(out, text.encode("utf-8"))  # 0600: an export holds plaintext
 
 
 def _erase(args: argparse.Namespace) -> int:

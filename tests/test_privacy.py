@@ -347,6 +347,7 @@ def test_the_privacy_commands(tmp_path: Path, keys_path: Path) -> None:
     assert exported.returncode == 0, exported.stderr
     assert json.loads((tmp_path / "x.json").read_text())["memories"][0]["versions"][0][
         "text"] == "Ada's locker is 12."
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o600  # it holds plaintext
     erased = _memory_cli("erase", *common, "--person", "ada",
                          "--receipt", str(tmp_path / "r.jws"))
     assert erased.returncode == 0 and "key destroyed" in erased.stdout
