@@ -76,7 +76,8 @@ class NoTenantError(MemorySDKError):
     code = "MAIN-MEM-E001"
     default_message = (
         "No tenant is set. Wrap the call in `with tenant.use(tenant_id):`; "
-        "the tenant is never a parameter."
+        "the tenant is never a parameter. Threads and executors do not inherit it: "
+        "submit `tenant.bind(fn)` instead of `fn` to carry the current tenant."
     )
 
 
