@@ -33,12 +33,36 @@ __all__ = [
     "open_contents",
     "open_record",
     "open_vector",
+    "pad",
+    "padded_size",
     "seal",
     "seal_vector",
     "to_record",
     "typed",
     "vector_ad",
 ]
+
+
+#: The smallest sealed payload, in bytes (every payload is padded to at least this).
+MIN_PADDED = 256
+
+
+def padded_size(size: int) -> int:
+    """The size bucket of a payload of ``size`` bytes: at least :data:`MIN_PADDED`, else
+    ``size`` rounded up to a quarter of its power of two (256, 320, 384, 448, 512, 640, …).
+
+    The sealed length then tells only which bucket a text falls in — four per doubling —
+    never its exact length; a payload grows by at most a quarter (ADR 0029).
+    """
+    if size <= MIN_PADDED:
+        return MIN_PADDED
+    step = 1 << (size.bit_length() - 3)
+    return -(-size // step) * step
+
+
+def pad(payload: bytes) -> bytes:
+    """``payload`` (JSON) with trailing spaces up to its bucket; JSON ignores them."""
+    return payload + b" " * (padded_size(len(payload)) - len(payload))
 
 
 def typed(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -120,7 +144,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
     keys = caller.services.subject_keys(caller.tenant, place.subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     sealed = keys.seal(
-        json.dumps(contents.payload(), ensure_ascii=False).encode("utf-8"),
+        pad(json.dumps(contents.payload(), ensure_ascii=False).encode("utf-8")),
         memory_ad(caller, place.subject, place.memory_id, place.version),
     )
     counts: dict[str, int] = {}
