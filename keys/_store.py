@@ -306,6 +306,25 @@ def _stamp_of(status: os.stat_result) -> Stamp:
     return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
 
 
+def refuse_open_permissions(root: Path) -> None:
+    """Raise :class:`KeyStoreError` if other users may read or change the key store (POSIX)."""
+    if os.name != "posix":
+        return
+    for path in (root, root / KEYSTORE_FILE, root / SUBJECTS_DIR):
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            continue  # a missing key store is explained when it is read
+        except OSError:
+            continue
+        if mode & 0o077:
+            raise KeyStoreError(
+                f"The key store at {root} can be read or changed by other users ({path.name} "
+                f"has mode {mode:o}). Run `chmod -R go-rwx {root}`; or, if that is your choice, "
+                "open it with Memory.open(..., allow_readable_keys=True)."
+            )
+
+
 def read_document(root: Path) -> tuple[dict[str, Any], Stamp]:
     """Read keystore.json under ``root`` and the stamp of exactly the bytes read."""
     file = root / KEYSTORE_FILE
@@ -436,9 +455,16 @@ class KeyStore(_NoCopy):
         return cls(root, document, _stamp_of(os.stat(root / KEYSTORE_FILE)))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> KeyStore:
-        """Open the key store at ``path``, or explain how to create one."""
+    def open(cls, path: str | os.PathLike[str], *, allow_readable: bool = False) -> KeyStore:
+        """Open the key store at ``path``, or explain how to create one.
+
+        A key store that other users can read or write (a folder or file with any group or
+        other permission bit) is refused, as ssh refuses such a private key, unless
+        ``allow_readable`` says the operator chose it.
+        """
         root = Path(path)
+        if not allow_readable:
+            refuse_open_permissions(root)
         document, stamp = read_document(root)
         return cls(root, document, stamp)
 

@@ -101,12 +101,12 @@ class Memory:
         it recall is BM25 only. An unknown option raises :class:`ConfigurationError`.
         """
         app = validate.name(app, "app")
-        settle(app, options)  # every option is checked before anything is opened
+        settings = settle(app, options)  # every option is checked before anything is opened
         if not isinstance(keys, str | os.PathLike) or not str(keys):
             raise ConfigurationError(
                 "keys is the path of the key store folder (memory keys init --keys PATH)."
             )
-        keystore = KeyStore.open(keys)
+        keystore = KeyStore.open(keys, allow_readable=settings.allow_readable_keys)
         driver = _open_driver(url)
         try:
             root = getattr(driver, "root", None)

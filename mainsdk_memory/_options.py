@@ -46,6 +46,8 @@ class Options(TypedDict, total=False):
     """The longest text ``remember``, ``revise`` and ``recall`` accept (default 8,000)."""
     embedder: Embedder | None
     """Gives every new version a sealed embedding and turns on vector and hybrid recall."""
+    allow_readable_keys: bool
+    """Open a key store that other users can read (refused by default, as ssh does)."""
 
 
 #: Every option's name, in the order docs/api.md lists them.
@@ -68,6 +70,7 @@ class Settings:
     retention: Mapping[str, timedelta]
     max_text_chars: int
     embedder: Embedder | None
+    allow_readable_keys: bool
 
 
 def settle(app: str, options: Mapping[str, object]) -> Settings:
@@ -111,7 +114,14 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
         retention=retention,
         max_text_chars=max_text,
         embedder=opts.get("embedder"),
+        allow_readable_keys=_flag(opts.get("allow_readable_keys", False), "allow_readable_keys"),
     )
+
+
+def _flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{what} is True or False.")
+    return value
 
 
 def _strip_models(detector: Detector) -> Detector | None:

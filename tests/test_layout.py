@@ -123,6 +123,7 @@ def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
         "retention": {"personal": timedelta(days=30)},
         "max_text_chars": 100,
         "embedder": HashingEmbedder(),
+        "allow_readable_keys": False,
     }
     assert set(values) == set(OPTION_NAMES)
     with Memory.open(f"local:{tmp_path / 'store'}", keys=keys_path, app="app", **values) as m:

@@ -258,3 +258,20 @@ def test_unknown_memory_in_a_person_with_no_keys_is_not_found(memory: Memory) ->
         with pytest.raises(MemoryNotFound):
             nobody.get("mem_" + "d" * 26)
         assert nobody.recall("anything at all") == []
+
+
+@pytest.mark.parametrize(("where", "mode"), [(".", 0o755), ("keystore.json", 0o644),
+                                             ("subjects", 0o750), (".", 0o703)])
+def test_a_key_store_other_users_can_read_is_refused(
+    tmp_path: Path, keys_path: Path, where: str, mode: int
+) -> None:
+    (keys_path / where).chmod(mode)
+    store = f"local:{tmp_path / 'store'}"
+    with pytest.raises(KeyStoreError, match="go-rwx"):
+        Memory.open(store, keys=keys_path, app="app")
+    assert not (tmp_path / "store").exists()  # refused before the store was made
+    with Memory.open(store, keys=keys_path, app="app", allow_readable_keys=True) as memory, \
+            tenant.use("acme"):
+        memory.acting_for("ada", agent="bot").remember("Ada's key store is shared on purpose.")
+    (keys_path / where).chmod(0o700 if where != "keystore.json" else 0o600)
+    Memory.open(store, keys=keys_path, app="app").close()  # private again: opens
