@@ -13,12 +13,19 @@ built so that nothing inside an entry can end the block, end or open an entry, o
     </memory>
     </memory-data>
 
-Escaping (see :func:`escape_text`) turns ``&``, ``<`` and ``>`` into entities, and also
-characters that a model may read as angle brackets, and control and invisible characters. A raw
-``<`` therefore only ever appears in the structural lines this module writes, and every line of
-an entry's text differs from them. :func:`parse_context` is a strict parser of exactly what
-:func:`render_context` writes; it accepts a block only if rendering its entries again gives the
-very same block.
+Escaping (see :func:`escape_text`) turns ``&``, ``<`` and ``>`` into entities, and writes as
+``&#xHEX;`` control and invisible characters, every character that a model may read as an angle
+bracket, and every character that Unicode normalisation turns into ``<``, ``>``, ``&``, ``"``
+or ``/`` or into another escaped character. A raw ``<`` therefore only ever appears in the
+structural lines this module writes, and every line of an entry's text differs from them, also
+after NFC, NFD, NFKC or NFKD of the whole block: a character left raw never normalises into
+one that is escaped. The escaped set is generated from Unicode data by
+:mod:`mainsdk_memory._context_table_gen` into the fixed table
+:data:`mainsdk_memory._context_table.ESCAPED_RANGES`, so the output does not depend on the
+running Python's Unicode version (ADR 0027).
+
+:func:`parse_context` is a strict parser of exactly what :func:`render_context` writes; it
+accepts a block only if rendering its entries again gives the very same block.
 """
 
 import re
@@ -26,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
+
+from mainsdk_memory._context_table import ESCAPED_RANGES
 
 __all__ = [
     "BLOCK_END",
@@ -77,73 +86,6 @@ PREAMBLE: Final[str] = (
 _ENTRY_OPEN_PREFIX: Final = "<memory "
 _ENTRY_END: Final = "</memory>"
 
-# Inclusive code point ranges written as ``&#xHEX;`` wherever they occur (text and attributes).
-_ESCAPED_RANGES: Final[tuple[tuple[int, int], ...]] = (
-    # Controls: C0 except \t and \n (so \r, \v, \f and the C0 separators that str.splitlines
-    # treats as line breaks cannot forge a line), DEL and C1 (including U+0085 NEXT LINE).
-    (0x0000, 0x0008),
-    (0x000B, 0x001F),
-    (0x007F, 0x009F),
-    # Invisible characters: Unicode's Default_Ignorable_Code_Point set plus the remaining
-    # format characters (Cf). They can hide text from a human reviewer or reorder what is
-    # displayed (bidi overrides), and tag characters (U+E0000 block) and variation selectors
-    # can smuggle whole hidden messages. Kept as a fixed table rather than looked up in
-    # unicodedata so that the output does not depend on the Python version's Unicode data.
-    (0x00AD, 0x00AD),  # soft hyphen
-    (0x034F, 0x034F),  # combining grapheme joiner
-    (0x0600, 0x0605),  # Arabic number signs (Cf)
-    (0x061C, 0x061C),  # Arabic letter mark (bidi)
-    (0x06DD, 0x06DD),  # Arabic end of ayah (Cf)
-    (0x070F, 0x070F),  # Syriac abbreviation mark (Cf)
-    (0x0890, 0x0891),  # Arabic pound/piastre mark above (Cf)
-    (0x08E2, 0x08E2),  # Arabic disputed end of ayah (Cf)
-    (0x115F, 0x1160),  # Hangul fillers
-    (0x17B4, 0x17B5),  # Khmer inherent vowels
-    (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
-    (0x200B, 0x200F),  # zero-width space/non-joiner/joiner, LRM, RLM
-    (0x2028, 0x2029),  # line and paragraph separators
-    (0x202A, 0x202E),  # bidi embeddings and overrides
-    (0x2060, 0x206F),  # word joiner, invisible operators, bidi isolates, deprecated format
-    (0x3164, 0x3164),  # Hangul filler
-    (0xD800, 0xDFFF),  # lone surrogates: escaping them keeps the block encodable as UTF-8
-    (0xFE00, 0xFE0F),  # variation selectors 1-16
-    (0xFEFF, 0xFEFF),  # zero-width no-break space / BOM
-    (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
-    (0xFFF0, 0xFFFB),  # reserved default-ignorables and interlinear annotation controls
-    (0x110BD, 0x110BD),  # Kaithi number sign (Cf)
-    (0x110CD, 0x110CD),  # Kaithi number sign above (Cf)
-    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls
-    (0x1BCA0, 0x1BCA3),  # shorthand format controls
-    (0x1D173, 0x1D17A),  # musical symbol format controls
-    (0xE0000, 0xE0FFF),  # tag characters, variation selectors 17-256, reserved ignorables
-    # Look-alikes a model may read as tag syntax (< > / & "). Unicode's confusables for < and
-    # > plus the bracket forms whose names say "angle bracket". Guillemets (U+00AB/U+00BB) are
-    # deliberately not escaped: they are ordinary quotation marks in many languages.
-    (0x02C2, 0x02C3),  # modifier letter left/right arrowhead
-    (0x1433, 0x1433),  # Canadian syllabics po
-    (0x1438, 0x1438),  # Canadian syllabics pa
-    (0x16B2, 0x16B2),  # runic letter kauna
-    (0x2039, 0x203A),  # single angle quotation marks
-    (0x2044, 0x2044),  # fraction slash
-    (0x2215, 0x2215),  # division slash
-    (0x2329, 0x232A),  # angle brackets (technical)
-    (0x276C, 0x2771),  # ornamental angle brackets
-    (0x27E8, 0x27EB),  # mathematical (double) angle brackets
-    (0x2991, 0x2992),  # angle brackets with dot
-    (0x29F8, 0x29F8),  # big solidus
-    (0x29FC, 0x29FD),  # curved angle brackets
-    (0x3008, 0x300B),  # CJK (double) angle brackets
-    (0xFE60, 0xFE60),  # small ampersand
-    (0xFE64, 0xFE65),  # small less-than / greater-than
-    (0xFF02, 0xFF02),  # fullwidth quotation mark
-    (0xFF06, 0xFF06),  # fullwidth ampersand
-    (0xFF0F, 0xFF0F),  # fullwidth solidus
-    (0xFF1C, 0xFF1C),  # fullwidth less-than
-    (0xFF1E, 0xFF1E),  # fullwidth greater-than
-    (0x16F3F, 0x16F3F),  # Miao letter archaic zza
-    (0x1D236, 0x1D237),  # Greek instrumental notation symbols 40 and 42
-)
-
 _NAMED_ENTITIES: Final[dict[str, str]] = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
 _ENTITY_VALUES: Final[dict[str, str]] = {"amp": "&", "lt": "<", "gt": ">", "quot": '"'}
 
@@ -153,9 +95,9 @@ def _char_class(ranges: Sequence[tuple[int, int]]) -> str:
     return "".join(f"\\U{lo:08X}" if lo == hi else f"\\U{lo:08X}-\\U{hi:08X}" for lo, hi in ranges)
 
 
-_TEXT_ESCAPE_RE: Final = re.compile(f"[&<>{_char_class(_ESCAPED_RANGES)}]")
+_TEXT_ESCAPE_RE: Final = re.compile(f"[&<>{_char_class(ESCAPED_RANGES)}]")
 # Attribute values live on one line between double quotes, so \n, \t and " are escaped too.
-_ATTR_ESCAPE_RE: Final = re.compile(f'[&<>"\\n\\t{_char_class(_ESCAPED_RANGES)}]')
+_ATTR_ESCAPE_RE: Final = re.compile(f'[&<>"\\n\\t{_char_class(ESCAPED_RANGES)}]')
 # Either a well-formed entity, or a bare &, < or > (always an error when unescaping).
 _UNESCAPE_RE: Final = re.compile(r"&(?:(amp|lt|gt|quot)|#x([0-9A-Fa-f]{1,6}));|[&<>]")
 
@@ -168,12 +110,15 @@ def _escape_match(match: re.Match[str]) -> str:
 def escape_text(text: str) -> str:
     """Escape untrusted text so it cannot forge or close any tag of the context block.
 
-    ``&``, ``<`` and ``>`` become ``&amp;``, ``&lt;`` and ``&gt;``. Control characters (except
-    ``\\n`` and ``\\t``, which stay as they are), invisible and bidi characters, line and
-    paragraph separators, lone surrogates and look-alikes of ``<``, ``>``, ``/``, ``&`` and
-    ``"`` become ``&#xHEX;`` (upper-case hex). ``"`` is left alone in text. The output is a
-    canonical form: :func:`unescape_text` inverts it for every ``str``, lone surrogates
-    included.
+    ``&``, ``<`` and ``>`` become ``&amp;``, ``&lt;`` and ``&gt;``. Every code point of
+    :data:`~mainsdk_memory._context_table.ESCAPED_RANGES` becomes ``&#xHEX;`` (upper-case hex):
+    control characters (except ``\\n`` and ``\\t``, which stay as they are), invisible and
+    bidi characters, line and paragraph separators, lone surrogates, look-alikes of ``<`` and
+    ``>`` (U+2264 LESS-THAN OR EQUAL TO, U+3008 LEFT ANGLE BRACKET, U+02F1 MODIFIER LETTER
+    LOW LEFT ARROWHEAD), and characters whose canonical or compatibility decomposition holds
+    ``<``, ``>``, ``&``, ``"`` or ``/`` (U+226E NOT LESS-THAN, U+FF1C FULLWIDTH LESS-THAN
+    SIGN). ``"`` and ``/`` are left alone in text. The output is a canonical form:
+    :func:`unescape_text` inverts it for every ``str``, lone surrogates included.
     """
     return _TEXT_ESCAPE_RE.sub(_escape_match, text)
 
