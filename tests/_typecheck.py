@@ -11,8 +11,8 @@ against the same tree.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -23,18 +23,32 @@ WORK = REPO / ".typecheck"
 
 
 def tree() -> Path:
-    """The package laid out as installed, under ``.typecheck/tree`` (rebuilt every call)."""
+    """The package laid out as installed, under ``.typecheck/tree``.
+
+    Brought up to date in place (missing links made, stale ones removed), so two runs at
+    once (a test and ``.ci/run``, or two sessions) never see a half-built tree.
+    """
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     mapping: dict[str, str] = config["tool"]["setuptools"]["package-dir"]
     root = WORK / "tree"
-    if root.exists():
-        shutil.rmtree(root)
+    wanted: dict[Path, Path] = {}
     for package, folder in sorted(mapping.items()):
         target = root.joinpath(*package.split("."))
-        target.mkdir(parents=True, exist_ok=True)
         for path in sorted((REPO / folder).iterdir()):
             if path.is_file() and path.suffix in {".py", ".typed"}:
-                (target / path.name).symlink_to(path)
+                wanted[target / path.name] = path
+    for link, source in wanted.items():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() and link.readlink() == source:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another run
+            link.symlink_to(source)
+    for link in root.rglob("*"):
+        if link.is_symlink() and link not in wanted:
+            with contextlib.suppress(FileNotFoundError):
+                link.unlink()
     return root
 
 
