@@ -16,6 +16,7 @@ from mainsdk_memory import audit, injection, receipts, tenant
 from mainsdk_memory._agents import ReadPolicy
 from mainsdk_memory._errors import (
     AgentDisabledError,
+    AuditError,
     BundleError,
     ConfigurationError,
     ConsentRequiredError,
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AgentDisabledError",
     "AgentLimits",
+    "AuditError",
     "BundleError",
     "Capabilities",
     "ConfigurationError",

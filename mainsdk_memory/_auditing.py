@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from mainsdk_memory._errors import (
+    AuditError,
     ConfigurationError,
     KeyStoreError,
     MemoryConflictError,
@@ -56,8 +57,14 @@ class Auditor:
         self._now = now
 
     def emit(self, event: AuditEvent) -> None:
-        """Hand ``event`` to the sink."""
-        self.sink.emit(event)
+        """Hand ``event`` to the sink; a failing sink is an :class:`AuditError` (ids only)."""
+        self._record(event.operation, event.outcome, event)
+
+    def _record(self, operation: str, outcome: str, event: AuditEvent) -> None:
+        try:
+            self.sink.emit(event)
+        except Exception as exc:
+            raise AuditError(operation, outcome, event.memory_ids) from exc
 
     def omitted(self, tenant: str, actor: str, person: str, memory_id: str, rules: str) -> None:
         """The event of a recalled memory the injection check left out."""
@@ -89,7 +96,9 @@ class Auditor:
         note = AuditNote(person, memory_ids)
 
         def event(outcome: str, *, code: str | None = None, count: int | None = None) -> None:
-            self.emit(
+            self._record(
+                operation,
+                outcome,
                 AuditEvent(
                     at=self._now(),
                     tenant=tenant_id,
@@ -102,7 +111,7 @@ class Auditor:
                     code=code,
                     count=count,
                     extra=tuple(note.extra),
-                )
+                ),
             )
 
         try:

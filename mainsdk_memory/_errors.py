@@ -25,13 +25,15 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── ReceiptError                  a receipt did not verify
     ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
     │   └── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
-    └── StoreError                    the storage failed underneath (I/O, database)
+    ├── StoreError                    the storage failed underneath (I/O, database)
+    └── AuditError                    the call ran, but its audit event was not recorded
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AgentDisabledError",
+    "AuditError",
     "BundleError",
     "ConfigurationError",
     "ConsentRequiredError",
@@ -263,3 +265,38 @@ class StoreError(MemorySDKError):
 
     code = "MAIN-MEM-E080"
     default_message = "The memory store failed; nothing was changed. Check the store and retry."
+
+
+class AuditError(MemorySDKError):
+    """The call ran to its end, but the audit sink failed to record its event.
+
+    ``completed`` says whether the call itself succeeded (then its changes are kept: do not
+    retry it, or it is done twice); ``memory_ids`` names what it touched (ids only);
+    ``outcome`` is the outcome the event would have recorded. Repair the sink.
+    """
+
+    code = "MAIN-MEM-E100"
+    default_message = (
+        "The call ran, but the audit sink failed to record its event. If it succeeded its "
+        "changes are kept: do not retry it. Repair the audit sink."
+    )
+
+    def __init__(
+        self, operation: str, outcome: str, memory_ids: tuple[str, ...] = ()
+    ) -> None:
+        self.operation = operation
+        self.outcome = outcome
+        self.completed = outcome not in {"refused", "not-found", "conflict", "error"}
+        self.memory_ids = memory_ids
+        ids = f" (memory ids: {', '.join(memory_ids)})" if memory_ids else ""
+        if self.completed:
+            told = (
+                f"The {operation} call succeeded{ids}, but the audit sink failed to record "
+                "its event. Its changes are kept: do not retry it. Repair the audit sink."
+            )
+        else:
+            told = (
+                f"The {operation} call ended with {outcome!r}, and the audit sink also failed "
+                "to record its event. Repair the audit sink."
+            )
+        super().__init__(told)

@@ -10,8 +10,8 @@ from mainsdk_memory import MemorySDKError
 
 def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
-        "AgentDisabledError", "AgentLimits", "BundleError", "Capabilities", "ConfigurationError",
-        "ConsentRequiredError",
+        "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
+        "ConfigurationError", "ConsentRequiredError",
         "ErasePolicyError", "ForgetRequest", "Hit", "InvalidInputError", "KeyStoreError", "Kind",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",

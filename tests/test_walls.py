@@ -12,6 +12,7 @@ import pytest
 from mainsdk_memory import (
     AgentDisabledError,
     AgentLimits,
+    AuditError,
     ForgetRequest,
     InvalidInputError,
     LimitExceededError,
@@ -401,3 +402,33 @@ def test_a_whole_scenario_audits_ids_only(store_url: str, keys_path: Path, tmp_p
         assert output
         for word in [*words, "uncle", "Ignore", "previous"]:
             assert word.lower() not in output.lower()
+
+
+class _BrokenSink:
+    """An audit sink whose disk is full."""
+
+    def emit(self, event: object) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_failing_audit_sink_is_a_typed_error_that_says_the_write_is_kept(
+    store_url: str, keys_path: Path
+) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app", audit=_BrokenSink()) as memory, \
+            tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        with pytest.raises(AuditError) as error:
+            bot.remember("Ada's locker is 31.")
+        assert error.value.completed and len(error.value.memory_ids) == 1
+        assert "do not retry" in str(error.value) and "locker" not in str(error.value)
+        assert isinstance(error.value.__cause__, OSError)
+        memory.audit = MemorySink()
+        stored = memory.person("ada").list().items
+        assert [record.id for record in stored] == list(error.value.memory_ids)  # kept, once
+        memory.audit = _BrokenSink()
+        with pytest.raises(AuditError) as refused:
+            bot.get("mem_" + "a" * 26)  # unknown: the call failed, and so did its audit
+        assert not refused.value.completed and refused.value.outcome == "not-found"
+        sink_failure = refused.value.__cause__
+        assert isinstance(sink_failure, OSError)
+        assert isinstance(sink_failure.__context__, MemoryNotFound)  # what the call raised
