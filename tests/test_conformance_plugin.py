@@ -30,7 +30,7 @@ def _doc_files() -> dict[str, str]:
 
 def test_the_docs_example_driver_is_certified_by_the_plugin(pytester: pytest.Pytester) -> None:
     files = _doc_files()
-    assert set(files) == {"dict_driver.py", "test_dict_driver.py"}
+    assert set(files) == {"dict_driver.py", "dict_vectors_driver.py", "test_dict_driver.py"}
     for name, code in files.items():
         pytester.makepyfile(**{name.removesuffix(".py"): code})
     namespace: dict[str, object] = {}

@@ -1,4 +1,5 @@
-"""The docs match the code: their Python examples run, and every error code has its section."""
+"""The docs match the code: their Python examples run, their example drivers are the files the
+tests run, and every error code has its section."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from mainsdk_memory import MemorySDKError
 from mainsdk_memory.keys import KeyStore
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "docs" / "examples"
 
 
 def _python_blocks(path: Path) -> str:
@@ -37,3 +39,18 @@ def test_every_error_code_has_a_section_in_the_errors_page() -> None:
     assert len(codes) >= 13
     for code in codes:
         assert f'<a id="{code.lower()}"></a>' in page
+
+
+@pytest.mark.parametrize("doc", ["docs/drivers.md", "docs/conformance.md"])
+def test_the_driver_pages_show_the_example_files_base_driver_first(doc: str) -> None:
+    """A block headed ``# file: NAME.py`` of a file in docs/examples is that file, verbatim
+    (so the page and the driver the tests certify cannot drift), and the page shows writing
+    a driver on BaseDriver before the full protocol."""
+    text = (ROOT / doc).read_text()
+    blocks = dict(re.findall(r"```python\n# file: (\S+\.py)\n(.*?)```", text, flags=re.S))
+    shown = {name for name in blocks if (EXAMPLES / name).is_file()}
+    assert "dict_driver.py" in shown
+    for name in shown:
+        assert blocks[name] == (EXAMPLES / name).read_text(), name
+    assert text.index("### On `BaseDriver`") < text.index("### The full protocol")
+    assert text.index("### On `BaseDriver`") < text.index("# file: dict_driver.py")
