@@ -16,10 +16,20 @@ from mainsdk_memory._errors import AgentDisabledError, ScopeError, TenantMismatc
 from mainsdk_memory._services import Services
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
-__all__ = ["PERSON_AGENT", "Caller"]
+__all__ = ["PERSON_AGENT", "Caller", "guardian_key", "requests_prefix"]
 
 #: The agent name recorded when the person themself writes (no agent name can start with "@").
 PERSON_AGENT = "@person"
+
+
+def requests_prefix(pseudonym: str) -> str:
+    """The control-key prefix of the pending forget requests about one person."""
+    return f"forget/{pseudonym}/"
+
+
+def guardian_key(pseudonym: str) -> str:
+    """The control key of one person's guardian policy (they are a child)."""
+    return f"child/{pseudonym}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,4 +135,4 @@ class Caller:
 
     def guardian_policy(self) -> dict[str, Any] | None:
         """The person's guardian policy, or ``None``."""
-        return self.services.control.get(self.tenant, f"child/{self.pseudonym()}")
+        return self.services.control.get(self.tenant, guardian_key(self.pseudonym()))

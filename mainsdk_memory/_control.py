@@ -56,5 +56,6 @@ class ControlStore:
         """Every document whose key starts with ``prefix``, sorted by key."""
         return [
             (key, self._open(tenant, key, sealed))
-            for key, sealed in self._driver.control_list(tenant, self._app, prefix)
+            for key, sealed in sorted(self._driver.control_list(tenant, self._app, prefix))
+            if key.startswith(prefix)  # the core checks what the driver returns (ADR 0026)
         ]

@@ -31,6 +31,17 @@ def _newest_first(row: StoredRow) -> tuple[datetime, str]:
     return (row.created_at, row.memory_id)
 
 
+def _unique(rows: builtins.list[StoredRow]) -> builtins.list[StoredRow]:
+    """``rows`` with each memory once (the first row of it returned)."""
+    seen: set[str] = set()
+    kept = []
+    for row in rows:
+        if row.memory_id not in seen:
+            seen.add(row.memory_id)
+            kept.append(row)
+    return kept
+
+
 class GuardedStore:
     """The driver as the core sees it: writes pass through, reads are filtered again."""
 
@@ -90,7 +101,7 @@ class GuardedStore:
     ) -> builtins.list[StoredRow]:
         """Rows matching ``where``, newest first, after the cursor, at most ``limit``."""
         found = self.driver.list(where, limit=limit, after=after)
-        rows = [row for row in found if where.matches(row)]
+        rows = _unique([row for row in found if where.matches(row)])
         if after is not None:
             rows = [row for row in rows if _newest_first(row) < after]
         rows.sort(key=_newest_first, reverse=True)
@@ -101,7 +112,13 @@ class GuardedStore:
     ) -> builtins.list[tuple[StoredRow, float]]:
         """The driver's BM25 ranking, without any row ``where`` does not match."""
         found = self.driver.search(where, query, top_k=top_k)
-        return [(row, score) for row, score in found if where.matches(row)][:top_k]
+        seen: set[str] = set()
+        kept = []
+        for row, score in found:
+            if where.matches(row) and row.memory_id not in seen:
+                seen.add(row.memory_id)
+                kept.append((row, score))
+        return kept[:top_k]
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()

@@ -28,7 +28,7 @@ from mainsdk_memory._errors import (
     InvalidInputError,
     MemoryCapabilityError,
 )
-from mainsdk_memory._options import Options, settle
+from mainsdk_memory._options import Options, Settings, settle
 from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
@@ -57,7 +57,9 @@ class Memory:
 
         Prefer :meth:`open`, which also opens the driver by URL and the key store by path.
         """
-        settings = settle(app, options)
+        self._start(driver, keystore, settle(app, options))
+
+    def _start(self, driver: Driver, keystore: KeyStore, settings: Settings) -> None:
         if driver.capabilities.erase != "hard" and settings.labels != frozenset({"none"}):
             raise ErasePolicyError
         if settings.embedder is not None and not (
@@ -100,7 +102,6 @@ class Memory:
         every new version a sealed embedding and turns on vector and hybrid recall; without
         it recall is BM25 only. An unknown option raises :class:`ConfigurationError`.
         """
-        app = validate.name(app, "app")
         settings = settle(app, options)  # every option is checked before anything is opened
         if not isinstance(keys, str | os.PathLike) or not str(keys):
             raise ConfigurationError(
@@ -119,7 +120,9 @@ class Memory:
                         "outside the key store), so a copy or backup of the store never "
                         "carries its keys."
                     )
-            return cls(driver, keystore, app=app, **options)
+            memory = cls.__new__(cls)
+            memory._start(driver, keystore, settings)  # the options were checked once, above
+            return memory
         except BaseException:
             driver.close()
             raise

@@ -16,7 +16,7 @@ from typing import TypedDict
 from pydantic import BaseModel
 
 from mainsdk_memory import _validate as validate
-from mainsdk_memory._errors import ConfigurationError
+from mainsdk_memory._errors import ConfigurationError, InvalidInputError
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory.audit import AuditSink, LoggingSink
 from mainsdk_memory.embeddings import Embedder
@@ -82,7 +82,14 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
             "(docs/api.md)."
         )
     opts = Options(**options)  # type: ignore[typeddict-item]
-    labels = opts.get("labels")
+    # In the order the checks always ran: app, labels, schemas, detector, limits, retention.
+    app = validate.name(app, "app")
+    given_labels = opts.get("labels")
+    labels = None if given_labels is None else frozenset(validate.labels(given_labels))
+    schemas = tuple(opts.get("schemas", ()))  # once: an iterator is read here only
+    for schema in schemas:
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise InvalidInputError("A schema is a pydantic model class.")
     given = opts.get("detector")
     detector = DEFAULT_DETECTOR if given is None else given
     if not callable(getattr(detector, "check", None)):
@@ -103,10 +110,10 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
     if isinstance(max_text, bool) or not isinstance(max_text, int) or max_text < 1:
         raise ConfigurationError("max_text_chars is a positive whole number.")
     return Settings(
-        app=validate.name(app, "app"),
-        schemas=tuple(opts.get("schemas", ())),
+        app=app,
+        schemas=schemas,
         clock=opts.get("clock") or (lambda: datetime.now(UTC)),
-        labels=None if labels is None else frozenset(validate.labels(labels)),
+        labels=labels,
         detector=detector,
         child_detector=model_free(detector),
         audit=LoggingSink() if audit is None else audit,

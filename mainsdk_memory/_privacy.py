@@ -16,7 +16,7 @@ import jwt
 from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
-from mainsdk_memory._caller import PERSON_AGENT, Caller
+from mainsdk_memory._caller import PERSON_AGENT, Caller, guardian_key, requests_prefix
 from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._scoped import ScopedMemory
@@ -92,9 +92,9 @@ class Privacy:
                     modes.add(result.mode)
             if services.vectors is not None:
                 services.vectors.drop_subject(tenant_id, services.app, pseudonym)
-            for key, _ in services.control.list(tenant_id, f"forget/{pseudonym}/"):
+            for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
                 services.control.put(tenant_id, key, None)
-            services.control.put(tenant_id, f"child/{pseudonym}", None)
+            services.control.put(tenant_id, guardian_key(pseudonym), None)
             subject_name = f"person:{person.person}"
             destroyed = services.keys.destroy_subject(tenant_id, services.app, subject_name)
             note.memory_ids.extend(memory_ids)
@@ -138,7 +138,7 @@ class Privacy:
             note.count = len(memories)
             requests = [
                 document
-                for _, document in services.control.list(tenant_id, f"forget/{pseudonym}/")
+                for _, document in services.control.list(tenant_id, requests_prefix(pseudonym))
             ]
             return {
                 "format": EXPORT_FORMAT,
@@ -164,7 +164,7 @@ class Privacy:
         guardian = validate.person(guardian)
         control = self._services.control
         with self._services.audit.call(tenant_id, "guardian", actor="app", person=person.person):
-            key = f"child/{person.pseudonym()}"
+            key = guardian_key(person.pseudonym())
             existing = control.get(tenant_id, key) or {}
             control.put(
                 tenant_id, key, {"guardian": guardian, "consent": existing.get("consent")}
@@ -176,7 +176,7 @@ class Privacy:
         guardian = validate.person(guardian)
         services = self._services
         with services.audit.call(tenant_id, "consent", actor="app", person=person.person):
-            key = f"child/{person.pseudonym()}"
+            key = guardian_key(person.pseudonym())
             policy = services.control.get(tenant_id, key)
             if policy is None:
                 raise InvalidInputError(

@@ -25,7 +25,7 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory._assembly import assemble, check_max_chars, pinned_records
 from mainsdk_memory._auditing import AuditNote
-from mainsdk_memory._caller import PERSON_AGENT, Caller
+from mainsdk_memory._caller import PERSON_AGENT, Caller, requests_prefix
 from mainsdk_memory._errors import (
     ConsentRequiredError,
     InvalidInputError,
@@ -454,7 +454,7 @@ class ScopedMemory(_Handle):
             caller, services = self._caller, self._services
             _, current = self._current_row(memory_id)
             check_write(caller, new_personal_memory=False)
-            prefix = f"forget/{caller.pseudonym()}/"
+            prefix = requests_prefix(caller.pseudonym())
             for _, document in services.control.list(caller.tenant, prefix):
                 if document["memory_id"] == current.memory_id and document["agent"] == caller.agent:
                     note.outcome = "pending"
@@ -519,10 +519,14 @@ class PersonMemory(_Handle):
         with self._begin("pending") as note:
             caller = self._caller
             found = [
-                ForgetRequest.model_validate(document)
-                for _, document in self._services.control.list(
-                    caller.tenant, f"forget/{caller.pseudonym()}/"
+                request
+                for request in (
+                    ForgetRequest.model_validate(document)
+                    for _, document in self._services.control.list(
+                        caller.tenant, requests_prefix(caller.pseudonym())
+                    )
                 )
+                if request.person == caller.person  # a store that ignored the prefix
             ]
             found.sort(key=lambda request: (request.requested_at, request.id))
             note.count = len(found)
@@ -532,7 +536,7 @@ class PersonMemory(_Handle):
         caller = self._caller
         if not isinstance(request_id, str) or not request_id.startswith("fgr_"):
             raise RequestNotFound
-        key = f"forget/{caller.pseudonym()}/{request_id}"
+        key = requests_prefix(caller.pseudonym()) + request_id
         document = self._services.control.get(caller.tenant, key)
         if document is None:
             raise RequestNotFound

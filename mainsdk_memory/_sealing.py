@@ -11,7 +11,7 @@ associated data.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -74,9 +74,9 @@ def typed(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
 
 @dataclass(frozen=True, slots=True)
 class Contents:
-    """What one version says: everything that is sealed."""
+    """What one version says: everything that is sealed (its repr hides text and data)."""
 
-    text: str
+    text: str = field(repr=False)
     kind: Kind
     labels: tuple[str, ...]
     source: Source
@@ -86,7 +86,7 @@ class Contents:
     author: str
     """The agent (or :data:`~mainsdk_memory._caller.PERSON_AGENT`) that wrote this version."""
     confirmed_by: str | None
-    data: dict[str, Any] | None
+    data: dict[str, Any] | None = field(repr=False)
     data_type: str | None
     session: str | None
     session_only: bool
@@ -178,7 +178,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
 def open_contents(caller: Caller, row: StoredRow) -> Contents:
     """Open ``row``; :class:`SealError` if it was swapped, edited or its key is gone."""
     subject = caller.subject_of(row)
-    keys = caller.services.subject_keys(row.tenant, subject, create=False)
+    keys = caller.services.subject_keys(caller.tenant, subject, create=False)
     if keys is None:
         raise SealError(
             "This memory's key does not exist: its person was erased (the key destroyed), "
@@ -281,7 +281,7 @@ def seal_vector(caller: Caller, row: StoredRow, text: str, *, child: bool) -> by
     if index is None:
         return None
     subject = caller.subject_of(row)
-    keys = caller.services.subject_keys(row.tenant, subject, create=True)
+    keys = caller.services.subject_keys(caller.tenant, subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     ad = vector_ad(caller, subject, row.memory_id, row.version)
     return index.seal(index.embed(text), lambda plain: keys.seal(plain, ad))

@@ -113,7 +113,9 @@ def source(value: object) -> Source:
         raise InvalidInputError("The source's id or ref is not valid Unicode (lone surrogates).")
     if value.at is not None:
         aware(value.at, "source.at")
-    return value
+    # As it comes back from its seal (a fixed UTC offset), so the record a write returns
+    # equals the one a read returns.
+    return Source.model_validate(value.model_dump(mode="json"))
 
 
 def data(value: object) -> BaseModel | None:

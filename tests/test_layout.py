@@ -6,13 +6,24 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from mainsdk_memory import AgentLimits, ConfigurationError, Memory, Options
+from mainsdk_memory import (
+    AgentLimits,
+    ConfigurationError,
+    Kind,
+    Memory,
+    Options,
+    Source,
+    Trust,
+    tenant,
+)
 from mainsdk_memory._options import OPTION_NAMES
+from mainsdk_memory._sealing import Contents
 from mainsdk_memory.embeddings import HashingEmbedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR
 
@@ -140,3 +151,41 @@ def test_an_unknown_or_bad_option_is_refused_before_anything_is_made(
     with pytest.raises(ConfigurationError, match="max_text_chars"):
         Memory.open(f"local:{store}", keys=keys_path, app="app", max_text_chars=0)
     assert not store.exists()
+
+
+class _Pet(BaseModel):
+    name: str
+
+
+def test_one_shot_iterables_as_options_are_read_once(tmp_path: Path, keys_path: Path) -> None:
+    url = f"local:{tmp_path / 'store'}"
+    with Memory.open(url, keys=keys_path, app="app", labels=iter(["personal", "pets"]),
+                     schemas=(model for model in [_Pet])) as memory, tenant.use("acme"):
+        assert memory.labels == frozenset({"personal", "pets"})
+        record = memory.acting_for("ada", agent="bot").remember("Ada's cat.", data=_Pet(name="Io"))
+    with Memory.open(url, keys=keys_path, app="app",
+                     schemas=(model for model in [_Pet])) as memory, tenant.use("acme"):
+        assert isinstance(memory.acting_for("ada", agent="bot").get(record.id).data, _Pet)
+
+
+def test_a_versions_plaintext_never_shows_in_its_repr() -> None:
+    contents = Contents(
+        text="Ada's PIN is 4711.", kind=Kind.FACT, labels=("personal",), source=Source.agent("b"),
+        trust=Trust.INFERRED, agent="b", author="b", confirmed_by=None, data={"pin": "4711"},
+        data_type="x:Y", session=None, session_only=False,
+        valid_from=datetime(2026, 1, 1, tzinfo=UTC), recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    assert "4711" not in repr(contents) and "PIN" not in repr(contents)
+
+
+def test_a_write_returns_the_record_a_read_returns(tmp_path: Path, keys_path: Path) -> None:
+    lisbon = timezone(timedelta(hours=1))
+    at = datetime(2026, 3, 1, 12, 0, tzinfo=lisbon)
+    with Memory.open(f"local:{tmp_path / 's'}", keys=keys_path, app="app") as memory, \
+            tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot", session="s1")
+        written = bot.remember("Ada called at noon.", source=Source.tool("phone", at=at),
+                               data=_Pet(name="Io"))
+        assert written == bot.get(written.id)
+        revised = bot.revise(written.id, "Ada called at one.", source=Source.tool("phone", at=at))
+        assert revised == bot.get(written.id)

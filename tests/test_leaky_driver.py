@@ -97,6 +97,9 @@ class LeakyDriver:
     ) -> builtins.list[tuple[str, str]]:
         return sorted({(row.subject, row.memory_id) for row in self.rows.values()})
 
+    def control_list(self, tenant: str, app: str, prefix: str) -> builtins.list[tuple[str, bytes]]:
+        return self.inner.control_list(tenant, app, "")  # every record, whatever the prefix
+
     # -- honest -----------------------------------------------------------------------------
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
@@ -104,9 +107,6 @@ class LeakyDriver:
 
     def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
         return self.inner.control_get(tenant, app, key)
-
-    def control_list(self, tenant: str, app: str, prefix: str) -> builtins.list[tuple[str, bytes]]:
-        return self.inner.control_list(tenant, app, prefix)
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         return self.inner.raw_dump()
@@ -229,3 +229,23 @@ def test_another_tenants_shared_vector_does_not_open(
         bot.remember("Ada likes the harbour at dawn.")
         with pytest.raises(SealError):
             bot.recall(QUERY, mode="vector")
+
+
+def test_control_records_of_others_do_not_leak(leaky: tuple[Memory, LeakyDriver, Clock]) -> None:
+    """The driver ignores the prefix of every control read: the core keeps to its own."""
+    memory, _, _ = leaky
+    with tenant.use("acme"):
+        bob_bot = memory.acting_for("bob", agent="bot")
+        bobs = bob_bot.remember("Bob's locker is 9.")
+        request = bob_bot.forget(bobs.id)
+        memory.privacy.set_guardian("bob", guardian="ann")
+        memory.grant("other", read="all")
+        ada = memory.person("ada")
+        assert ada.pending() == []
+        exported = memory.privacy.export("ada")
+        assert exported["pending_forget_requests"] == [] and exported["guardian_policy"] is None
+        assert memory.read_policy("bot") == "own" and not memory.is_killed("bot")
+        receipt = memory.privacy.erase("ada")
+        assert receipt.memory_ids == ()
+        assert [r.id for r in memory.person("bob").pending()] == [request.id]  # bob's stays
+        assert memory.privacy.guardian_policy("bob") is not None
