@@ -305,9 +305,7 @@ class Memory:
                 )
                 if label is None:
                     continue  # gone meanwhile, or not expired: the driver's word is not enough
-                result = store.erase(tenant_id, app, subject, memory_id)
-                if services.vectors is not None:
-                    services.vectors.discard(tenant_id, app, subject, memory_id)
+                result = services.erase_memory(tenant_id, subject, memory_id)
                 receipt = services.issue_receipt(
                     tenant_id,
                     {

@@ -38,17 +38,17 @@ from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page
 from mainsdk_memory._sealing import (
     Contents,
     Place,
+    data_fields,
     open_contents,
     open_record,
     seal,
     seal_vector,
     to_record,
-    typed,
 )
 from mainsdk_memory._walls import (
     check_injection,
     check_write,
-    clean_version,
+    record_clean_verdict,
     revised_trust,
     trust_of,
 )
@@ -108,7 +108,7 @@ class _Handle:
             raise MemoryNotFound
         return rows, current
 
-    def _store(
+    def _put_version(
         self, row: StoredRow, contents: Contents, *, child: bool, closes: int | None = None
     ) -> MemoryRecord:
         """Put ``row`` (closing version ``closes``) with its sealed embedding, if any, and
@@ -119,7 +119,7 @@ class _Handle:
         """
         vector = seal_vector(self._caller, row, contents.text, child=child)
         self._services.store.put(row, closes=closes, vector=vector)
-        clean_version(self._services, row.tenant, row.memory_id, row.version, child)
+        record_clean_verdict(self._services, row.tenant, row.memory_id, row.version, child)
         return to_record(self._caller, row, contents)
 
     def _default_source(self) -> Source:
@@ -163,6 +163,12 @@ class _Handle:
             policy.append(validate.CHILD_LABEL)
         missing = [label for label in dict.fromkeys(policy) if label not in labels]
         return (*labels, *missing)
+
+    def _data_fields(self, data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
+        """``data`` as sealed, its model registered so it comes back as that model."""
+        if data is not None:
+            self._services.register_schema(type(data))
+        return data_fields(data)
 
     def _confirmed_by(self, trust: Trust) -> str | None:
         caller = self._caller
@@ -216,9 +222,7 @@ class _Handle:
             check_injection(services, text, child=child)
             check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
             now = services.now()
-            if data is not None:
-                services.register_schema(type(data))
-            fields, data_type = typed(data)
+            fields, data_type = self._data_fields(data)
             trust = trust_of(caller, source)
             contents = Contents(
                 text=text,
@@ -245,7 +249,7 @@ class _Handle:
             )
             row = seal(caller, contents, place)
             note.memory_ids.append(row.memory_id)
-            return self._store(row, contents, child=child)
+            return self._put_version(row, contents, child=child)
 
     def revise(
         self,
@@ -289,9 +293,7 @@ class _Handle:
             if start is None:
                 start = max(now, current.valid_from)  # a future-dated version closes later
             trust = revised_trust(caller, source, current.trust)
-            if data is not None:
-                services.register_schema(type(data))
-            fields, data_type = typed(data)
+            fields, data_type = self._data_fields(data)
             contents = Contents(
                 text=text,
                 kind=checked_kind,
@@ -309,7 +311,7 @@ class _Handle:
                 recorded_at=now,
             )
             row = seal(caller, contents, _next_place(caller, rows, current))
-            return self._store(row, contents, child=child, closes=current.version)
+            return self._put_version(row, contents, child=child, closes=current.version)
 
     def _set_pinned(self, operation: str, memory_id: str, pinned: bool) -> MemoryRecord:
         with self._begin(operation, [memory_id]):
@@ -333,9 +335,7 @@ class _Handle:
     def _erase(self, current: StoredRow, *, request: ForgetRequest | None) -> _receipts.Receipt:
         caller, services = self._caller, self._services
         tenant_id = caller.tenant
-        result = services.store.erase(tenant_id, caller.app, current.subject, current.memory_id)
-        if services.vectors is not None:
-            services.vectors.discard(tenant_id, caller.app, current.subject, current.memory_id)
+        result = services.erase_memory(tenant_id, current.subject, current.memory_id)
         # Pending requests about the erased memory go too: no id of it stays behind.
         for key, document in services.control.list(tenant_id, "forget/"):
             if document.get("memory_id") == current.memory_id:
@@ -506,7 +506,7 @@ class PersonMemory(_Handle):
             )
             row = seal(caller, contents, _next_place(caller, rows, current))
             child = validate.CHILD_LABEL in contents.labels
-            return self._store(row, contents, child=child, closes=current.version)
+            return self._put_version(row, contents, child=child, closes=current.version)
 
     def forget(self, memory_id: str) -> _receipts.Receipt:
         """Hard-delete every version of the memory at once and return a signed receipt."""

@@ -29,6 +29,7 @@ from mainsdk_memory.keys import associated_data
 __all__ = [
     "Contents",
     "Place",
+    "data_fields",
     "memory_ad",
     "open_contents",
     "open_record",
@@ -38,7 +39,6 @@ __all__ = [
     "seal",
     "seal_vector",
     "to_record",
-    "typed",
     "vector_ad",
 ]
 
@@ -65,7 +65,7 @@ def pad(payload: bytes) -> bytes:
     return payload + b" " * (padded_size(len(payload)) - len(payload))
 
 
-def typed(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
+def data_fields(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
     """A model instance as the JSON fields and type name that are sealed with a version."""
     if data is None:
         return None, None

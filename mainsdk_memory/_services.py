@@ -26,7 +26,7 @@ from mainsdk_memory._guard import GuardedStore
 from mainsdk_memory._options import Settings
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import Verdicts
-from mainsdk_memory.drivers import TENANT_SUBJECT, Driver
+from mainsdk_memory.drivers import TENANT_SUBJECT, Driver, EraseResult
 from mainsdk_memory.keys import KeyStore, SubjectKeys
 
 __all__ = ["Services"]
@@ -100,6 +100,13 @@ class Services:
             if isinstance(obj, type) and issubclass(obj, BaseModel):
                 model = obj
         return model
+
+    def erase_memory(self, tenant_id: str, subject: str, memory_id: str) -> EraseResult:
+        """Erase every version of one memory and drop its opened vectors here."""
+        result = self.store.erase(tenant_id, self.app, subject, memory_id)
+        if self.vectors is not None:
+            self.vectors.discard(tenant_id, self.app, subject, memory_id)
+        return result
 
     def close(self) -> None:
         """Close the driver."""

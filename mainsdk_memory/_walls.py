@@ -26,7 +26,7 @@ __all__ = [
     "Verdicts",
     "check_injection",
     "check_write",
-    "clean_version",
+    "record_clean_verdict",
     "revised_trust",
     "screen",
     "trust_of",
@@ -119,7 +119,7 @@ def check_write(caller: Caller, *, new_personal_memory: bool) -> None:
     services.agents.count_write(caller.tenant, caller.agent, limits.writes_per_minute)
 
 
-def clean_version(
+def record_clean_verdict(
     services: Services, tenant: str, memory_id: str, version: int, child: bool
 ) -> None:
     """Record that a version just written passed the check (recalls here skip it)."""
