@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import json
 import os
 import shutil
 import tempfile
@@ -485,41 +484,6 @@ def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
 # --- bulk loading (scale points only) -------------------------------------------------------
 
 
-def _load_local(
-    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None
-) -> None:
-    """Write rows as the local driver's own memory files, synced once at the end.
-
-    The files, their JSON (the driver's ``_row_to_json``, with the sealed embedding when one
-    is given), the folder layout and the change log are exactly what ``LocalDriver.put``
-    writes; only the fsyncs are left out (the rows are read back from the page cache either
-    way, and a benchmark store need not survive a crash).
-    """
-    from mainsdk_memory._files import make_private_dir
-    from mainsdk_memory.drivers.local import _driver as local
-
-    driver = cast(Any, memory.driver)
-    driver._ensure_store()
-    folders: dict[Path, list[str]] = {}
-    for i, row in enumerate(rows):
-        folder = driver._subject_dir(row.tenant, row.app, row.subject)
-        if folder not in folders:
-            make_private_dir(folder)
-            folders[folder] = []
-        version = (local._row_to_json(row) if vectors is None
-                   else local._row_to_json(row, vectors[i]))
-        payload = json.dumps({"versions": [version]}).encode()
-        fd = os.open(folder / f"{row.memory_id}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, payload)
-        finally:
-            os.close(fd)
-        folders[folder].append(row.memory_id)
-    for folder, ids in folders.items():
-        with open(folder / ".changes", "ab") as log:
-            log.write("".join(f"{memory_id}\n" for memory_id in ids).encode("ascii"))
-
-
 def _load_bulk_put(
     memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None,
     batch: int = 2000,
@@ -534,46 +498,15 @@ def _load_bulk_put(
         driver.bulk_put(chunk, vectors=mapping)
 
 
-def _load_db(
-    memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None,
-    batch: int = 2000,
-) -> None:
-    """Batched INSERTs of the db driver's own row values and postings (schema version 1,
-    before the driver had ``bulk_put``); rows with vectors go through ``put``."""
-    driver = cast(Any, memory.driver)
-    if vectors is not None:
-        for row, vector in zip(rows, vectors, strict=True):
-            memory.driver.put(row, vector=vector)
-        return
-
-    from sqlalchemy import insert
-
-    from mainsdk_memory.drivers.db import _driver as db
-    from mainsdk_memory.drivers.db._engine import transaction
-    from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
-
-    for start in range(0, len(rows), batch):
-        chunk = rows[start : start + batch]
-        postings = [
-            {"tenant": row.tenant, "app": row.app, "subject": row.subject, "term": term,
-             "memory_id": row.memory_id, "version": row.version, "tf": tf}
-            for row in chunk
-            for term, tf in row.terms.items()
-        ]
-        with transaction(driver.engine, driver.dialect, tenant=chunk[0].tenant, write=True) as c:
-            c.execute(insert(VERSIONS), [db._row_values(row) for row in chunk])
-            if postings:
-                c.execute(insert(POSTINGS), postings)
-
-
 def bulk_load(
     memory: Memory, rows: Sequence[StoredRow], vectors: Sequence[bytes] | None = None
 ) -> None:
     """Put already sealed rows into ``memory``'s store without a write path per row.
 
-    The driver's own ``bulk_put`` when it has one (the db driver); the local driver's own
-    files otherwise (:func:`_load_local`). ``vectors`` (one per row) are the rows' sealed
-    embeddings, as ``put(vector=...)`` takes them (:func:`benchmarks.speed.seal_vectors`).
+    The driver's own ``bulk_put`` when it has one (the local and db drivers: their own files
+    or rows, one sync or one transaction a batch), ``put`` row by row otherwise. ``vectors``
+    (one per row) are the rows' sealed embeddings, as ``put(vector=...)`` takes them
+    (:func:`benchmarks.speed.seal_vectors`).
     """
     if not rows:
         return
@@ -581,10 +514,6 @@ def bulk_load(
         raise ValueError("one sealed vector per row")
     if hasattr(memory.driver, "bulk_put"):
         _load_bulk_put(memory, rows, vectors)
-    elif memory.driver.name == "local":
-        _load_local(memory, rows, vectors)
-    elif memory.driver.name == "db":
-        _load_db(memory, rows, vectors)
     elif vectors is None:
         for row in rows:
             memory.driver.put(row)

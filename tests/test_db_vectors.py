@@ -12,7 +12,7 @@ import pytest
 from _db_rows import T0, instant, make_row, memory_id, random_rows, recorded_statements
 
 from mainsdk_memory import MemoryConflictError
-from mainsdk_memory.drivers import Filter, StoredRow, VectorDriver, VectorEntry, bm25_rank
+from mainsdk_memory.drivers import Filter, StoredRow, VectorDriver, VectorEntry
 from mainsdk_memory.drivers.db._driver import DbDriver
 
 pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
@@ -155,34 +155,3 @@ def test_a_vector_must_be_bytes(driver: DbDriver) -> None:
     with pytest.raises(TypeError, match="bytes"):
         driver.put(make_row(), vector="not bytes")  # type: ignore[arg-type]
     assert driver.versions("acme", "app", ("p_ada",), memory_id(1)) == []
-
-
-def test_bulk_put_stores_rows_postings_and_embeddings_as_put_does(driver: DbDriver) -> None:
-    rng = random.Random(31)
-    vectors: dict[tuple[str, int], bytes] = {}
-    rows = random_rows(rng, None, 40, vectors=vectors)  # built, not stored
-    driver.bulk_put(rows, vectors=vectors)
-    for _ in range(20):
-        where = Filter(
-            tenant="acme",
-            app=rng.choice(["app", "other"]),
-            subjects=("p_ada", "p_bob", "tenant"),
-            session=rng.choice([None, "s1"]),
-            as_of=rng.choice([None, instant(rng)]),
-        )
-        matching = [r for r in rows if where.matches(r)]
-        assert driver.list(where, limit=100) == sorted(
-            matching, key=lambda r: (r.created_at, r.memory_id), reverse=True
-        )
-        assert driver.vectors(where) == _expected(rows, vectors, where)
-        query = [{"t_1"}, {"t_2", "t_3"}]
-        got = driver.search(where, query, top_k=5)
-        want = bm25_rank(matching, query, 5)
-        assert [(r, round(s, 9)) for r, s in got] == [(r, round(s, 9)) for r, s in want]
-    # A version that exists already: nothing of the batch is loaded.
-    again = [make_row(memory_id=memory_id(1000)), rows[0]]
-    with pytest.raises(MemoryConflictError):
-        driver.bulk_put(again)
-    assert driver.versions("acme", "app", ("p_ada",), memory_id(1000)) == []
-    with pytest.raises(ValueError, match="one tenant"):
-        driver.bulk_put([make_row(), make_row(tenant="globex")])

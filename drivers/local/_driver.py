@@ -41,7 +41,7 @@ import math
 import os
 import secrets
 import threading
-from collections.abc import Collection, Container, Iterable, Iterator, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -900,6 +900,59 @@ class LocalDriver(BaseDriver):
                 vectors = [*stored.vectors, None if vector is None else bytes(vector)]
             self._log_change(folder, row.memory_id)
             self._write_file(folder, row.memory_id, rows, vectors)
+
+    def bulk_put(
+        self, rows: Sequence[StoredRow], *, vectors: Mapping[tuple[str, int], bytes] | None = None
+    ) -> None:
+        """Load many stored rows at once: a bulk load (benchmarks, imports), not a write path
+        of the SDK.
+
+        The rows of one memory are its versions, closed ones with their ``valid_to``, in
+        order; nothing checks revisions, so load every version of a memory here or none.
+        ``vectors`` maps ``(memory_id, version)`` to that version's sealed embedding. The
+        files, the change log and the folder layout are exactly what :meth:`put` writes, but
+        the per-file syncs are replaced by one ``sync`` at the end, so the load is durable when
+        this returns. A memory that exists already raises
+        :class:`~mainsdk_memory.MemoryConflictError` before anything of its folder is written.
+        """
+        vectors = vectors or {}
+        folders: dict[Path, dict[str, list[StoredRow]]] = {}
+        for row in rows:
+            folder = self._subject_dir(row.tenant, row.app, row.subject)
+            folders.setdefault(folder, {}).setdefault(row.memory_id, []).append(row)
+        for folder, memories in folders.items():
+            with self._writing(folder):
+                if any((folder / f"{memory_id}.json").exists() for memory_id in memories):
+                    raise MemoryConflictError(
+                        "A memory with one of these ids already exists; nothing was loaded "
+                        "into its folder."
+                    )
+                try:
+                    lines = "".join(f"{memory_id}\n" for memory_id in memories).encode("ascii")
+                    fd = os.open(folder / ".changes", os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+                    try:
+                        end = os.fstat(fd).st_size
+                        # The log first, a torn last line ended, as _log_change does.
+                        torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
+                        os.write(fd, (b"\n" if torn else b"") + lines)
+                    finally:
+                        os.close(fd)
+                    for memory_id, versions in memories.items():
+                        payload = json.dumps({"versions": [
+                            _row_to_json(r, vectors.get((memory_id, r.version)))
+                            for r in versions
+                        ]}).encode()
+                        fd = os.open(
+                            folder / f"{memory_id}.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                            0o600,
+                        )
+                        with os.fdopen(fd, "wb") as file:
+                            file.write(payload)
+                except OSError as exc:
+                    raise StoreError(
+                        f"The local store cannot be written: {exc.strerror}."
+                    ) from exc
+        os.sync()
 
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
