@@ -6,6 +6,11 @@ candidates with the BM25 kernel that :func:`bm25_rank` runs (:mod:`._search`), t
 whole rows only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
 are opaque bytes in their own table, written with their version and erased with it;
 :meth:`DbDriver.vectors` sends only those the caller does not hold yet.
+
+A stored row that cannot be decoded (:mod:`._damage`) affects only its memory: ``list``,
+``search``, ``expired`` and ``rows`` leave it out (a list page is filled from the rows after
+it), ``versions`` of it raises :class:`~mainsdk_memory.StoreError` naming the memory, ``erase``
+removes it as any other, and :meth:`DbDriver.damaged` names a subject's damaged memories.
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from sqlalchemy import (
     Integer,
     Row,
     Select,
+    Text,
     and_,
     bindparam,
+    cast,
     delete,
     func,
     insert,
@@ -49,6 +56,7 @@ from mainsdk_memory.drivers._protocol import (
     StoredRow,
     VectorEntry,
 )
+from mainsdk_memory.drivers.db._damage import DECODE_ERRORS, DamagedRow, damaged_error, fetch_each
 from mainsdk_memory.drivers.db._engine import (
     APP_ROLE,
     PG_SCHEMA,
@@ -64,6 +72,7 @@ from mainsdk_memory.drivers.db._schema import (
     POSTINGS,
     SCHEMA,
     VERSIONS,
+    UtcTimestamp,
     apply_migrations,
     check_version,
     stored_version,
@@ -115,27 +124,59 @@ def _row_values(row: StoredRow) -> dict[str, Any]:
 
 
 def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
-    return StoredRow(
-        tenant=found.tenant,
-        app=found.app,
-        subject=found.subject,
-        memory_id=found.memory_id,
-        version=found.version,
-        kind=found.kind,
-        labels=tuple(json.loads(found.labels)),
-        trust=found.trust,
-        agent=found.agent,
-        session=found.session,
-        session_only=bool(found.session_only),
-        pinned=bool(found.pinned),
-        created_at=found.created_at,
-        recorded_at=found.recorded_at,
-        valid_from=found.valid_from,
-        valid_to=found.valid_to,
-        sealed=bytes(found.sealed),
-        terms=dict(terms),
-        length=found.length,
-    )
+    """The version a fetched row holds; :class:`DamagedRow` if a cell cannot be decoded.
+
+    Each cell is checked for its type as well (SQLite keeps any value in any column), so a
+    damaged row never reaches the core, or the ranking, as a half-valid one.
+    """
+    try:
+        labels = json.loads(found.labels)
+        session = found.session
+        if not (
+            type(labels) is list
+            and all(type(label) is str for label in labels)
+            and all(
+                type(value) is str
+                for value in (
+                    found.tenant, found.app, found.subject, found.memory_id, found.kind,
+                    found.trust, found.agent,
+                )
+            )
+            and (session is None or type(session) is str)
+            and type(found.version) is int
+            and type(found.length) is int
+            and isinstance(found.sealed, bytes | bytearray | memoryview)
+            and all(
+                isinstance(moment, datetime)
+                for moment in (found.created_at, found.recorded_at, found.valid_from)
+            )
+            and (found.valid_to is None or isinstance(found.valid_to, datetime))
+            and all(type(term) is str and type(tf) is int for term, tf in terms.items())
+        ):
+            raise TypeError("a cell of the wrong type")
+        return StoredRow(
+            tenant=found.tenant,
+            app=found.app,
+            subject=found.subject,
+            memory_id=found.memory_id,
+            version=found.version,
+            kind=found.kind,
+            labels=tuple(labels),
+            trust=found.trust,
+            agent=found.agent,
+            session=session,
+            session_only=bool(found.session_only),
+            pinned=bool(found.pinned),
+            created_at=found.created_at,
+            recorded_at=found.recorded_at,
+            valid_from=found.valid_from,
+            valid_to=found.valid_to,
+            sealed=bytes(found.sealed),
+            terms=dict(terms),
+            length=found.length,
+        )
+    except DECODE_ERRORS as exc:
+        raise DamagedRow(found.doc) from exc
 
 
 @functools.lru_cache(maxsize=128)
@@ -317,21 +358,55 @@ class DbDriver(BaseDriver):
 
     def _full_rows(
         self, connection: Connection, tenant: str, found: Sequence[Row[Any]]
-    ) -> list[StoredRow]:
+    ) -> tuple[dict[int, StoredRow], set[int]]:
+        """The fetched rows decoded, by document id, and the documents that cannot be."""
         terms = self._terms(connection, tenant, [r.doc for r in found])
-        return [_stored_row(r, terms[r.doc]) for r in found]
+        decoded: dict[int, StoredRow] = {}
+        broken: set[int] = set()
+        for r in found:
+            try:
+                decoded[r.doc] = _stored_row(r, terms[r.doc])
+            except DamagedRow as exc:
+                broken.add(exc.doc)
+        return decoded, broken
 
-    def _load(self, connection: Connection, tenant: str, docs: Sequence[int]) -> list[StoredRow]:
-        """The versions ``docs`` whole, in that order."""
-        found: dict[int, Row[Any]] = {}
-        ordered = sorted(set(docs))
-        statement = _rows_statement(self.dialect)
+    def _load(
+        self, connection: Connection, tenant: str, docs: Sequence[int]
+    ) -> tuple[dict[int, StoredRow], set[int]]:
+        """The versions ``docs`` whole, by document id, and the documents that are damaged
+        (left out)."""
+        found, broken = fetch_each(
+            connection, _rows_statement(self.dialect), {"tenant": tenant}, docs
+        )
+        decoded, undecoded = self._full_rows(connection, tenant, found)
+        return decoded, broken | undecoded
+
+    def _damaged_among(
+        self, connection: Connection, tenant: str, app: str, memory_ids: Collection[str]
+    ) -> set[str]:
+        """Which of these memories have a version that cannot be decoded (one read of their
+        versions when none is damaged)."""
+        v = VERSIONS.c
+        ids: dict[int, str] = {}
+        ordered = sorted({m for m in memory_ids if type(m) is str})  # (SQLite keeps anything)
         for start in range(0, len(ordered), _CHUNK):
-            for row in connection.execute(
-                statement, {"tenant": tenant, "docs": ordered[start : start + _CHUNK]}
+            for doc, memory_id in connection.execute(
+                select(v.doc, v.memory_id).where(
+                    v.tenant == tenant,
+                    v.app == app,
+                    v.memory_id.in_(ordered[start : start + _CHUNK]),
+                )
             ):
-                found[row.doc] = row
-        return self._full_rows(connection, tenant, [found[doc] for doc in docs])
+                ids[doc] = memory_id
+        found, broken = fetch_each(
+            connection, _rows_statement(self.dialect), {"tenant": tenant}, builtins.list(ids)
+        )
+        for row in found:
+            try:
+                _stored_row(row, {})
+            except DamagedRow:
+                broken.add(row.doc)
+        return {ids[doc] for doc in broken}
 
     # -- the protocol -------------------------------------------------------------------
 
@@ -502,13 +577,14 @@ class DbDriver(BaseDriver):
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
     ) -> list[StoredRow]:
-        """Every version of ``memory_id`` within ``subjects``, oldest first."""
+        """Every version of ``memory_id`` within ``subjects``, oldest first; a memory with a
+        version that cannot be decoded raises :class:`StoreError` naming it."""
         v = VERSIONS.c
         with (
             translated("reading a memory"),
             transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
         ):
-            found = connection.execute(
+            result = connection.execute(
                 select(VERSIONS)
                 .where(
                     v.tenant == tenant,
@@ -517,8 +593,33 @@ class DbDriver(BaseDriver):
                     v.memory_id == memory_id,
                 )
                 .order_by(v.version)
-            ).all()
-            return self._full_rows(connection, tenant, found)
+            )
+            try:
+                found = result.all()
+            except DECODE_ERRORS as exc:
+                raise damaged_error(memory_id) from exc
+            decoded, broken = self._full_rows(connection, tenant, found)
+            if broken:
+                raise damaged_error(memory_id)
+            return [decoded[r.doc] for r in found]
+
+    def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
+        """The ids of the subject's memories with a version that cannot be decoded, sorted.
+
+        Reads leave them out, so a caller that lists a subject's memories to erase them
+        (a person's erase) erases these too by id: :meth:`erase` removes them as any other.
+        Reads every version of the subject: for erasure and repair, not for a read path.
+        """
+        v = VERSIONS.c
+        with (
+            translated("finding damaged memories"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
+            ids = connection.execute(
+                select(v.memory_id).where(v.tenant == tenant, v.app == app, v.subject == subject)
+            ).scalars()
+            damaged = self._damaged_among(connection, tenant, app, set(ids))
+        return sorted(damaged)
 
     def rows(self, tenant: str, app: str) -> builtins.list[StoredRow]:
         """Every stored version of tenant and app, any subject (one snapshot; the reference
@@ -528,12 +629,22 @@ class DbDriver(BaseDriver):
             translated("reading memories"),
             transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
         ):
-            found = connection.execute(
+            result = connection.execute(
                 select(VERSIONS)
                 .where(v.tenant == tenant, v.app == app)
                 .order_by(v.subject, v.memory_id, v.version)
-            ).all()
-            return self._full_rows(connection, tenant, found)
+            )
+            try:
+                found = result.all()
+            except DECODE_ERRORS:  # a damaged row: the others one by one, without it
+                docs = connection.execute(
+                    select(v.doc).where(v.tenant == tenant, v.app == app)
+                ).scalars().all()
+                found, _ = fetch_each(
+                    connection, _rows_statement(self.dialect), {"tenant": tenant}, docs
+                )
+            decoded, _broken = self._full_rows(connection, tenant, found)
+            return builtins.list(decoded.values())
 
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag of the current version (no new version)."""
@@ -559,7 +670,8 @@ class DbDriver(BaseDriver):
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
     ) -> list[StoredRow]:
-        """Matching rows, newest ``created_at`` first (then greater memory id)."""
+        """Matching rows, newest ``created_at`` first (then greater memory id); damaged rows
+        are left out and the page is filled from the rows after them."""
         if limit <= 0:
             return []
         statement = _list_statement(self.dialect, scope_shape(where), after is not None)
@@ -570,9 +682,15 @@ class DbDriver(BaseDriver):
             translated("listing memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            # The page's ids first, from the covering index alone; then only those rows whole.
-            docs = connection.execute(statement, params).scalars().all()
-            return self._load(connection, where.tenant, docs)
+            while True:
+                # The page's ids first, from the covering index alone; then those rows whole.
+                docs = connection.execute(statement, params).scalars().all()
+                loaded, _broken = self._load(connection, where.tenant, docs)
+                rows = [loaded[doc] for doc in docs if doc in loaded]
+                if len(rows) >= limit or len(docs) < params["limit"]:
+                    return rows[:limit]
+                # Rows were left out: as many more ids as rows are missing (same snapshot).
+                params["limit"] = len(docs) + limit - len(rows)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -581,7 +699,8 @@ class DbDriver(BaseDriver):
 
         The database computes N, the length total, document frequencies and the scores,
         and returns the best candidates; they are re-scored with the reference's own
-        arithmetic (see :mod:`._search`), and only the top ``k`` rows are loaded whole.
+        arithmetic (see :mod:`._search`), and only the top ``k`` rows are loaded whole. A
+        damaged row is left out of the result (it still counts in the corpus statistics).
         """
         if not query or top_k <= 0:
             return []
@@ -589,11 +708,14 @@ class DbDriver(BaseDriver):
             translated("searching memories"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            ranked = rank(connection, where, query, top_k)
-            if not ranked:
-                return []
-            rows = self._load(connection, where.tenant, [doc for doc, _ in ranked])
-        return [(row, score) for row, (_, score) in zip(rows, ranked, strict=True)]
+            skip: set[int] = set()
+            while True:
+                ranked = rank(connection, where, query, top_k, skip=skip)
+                loaded, broken = self._load(connection, where.tenant, [doc for doc, _ in ranked])
+                if not broken:
+                    break
+                skip |= broken  # ranked again without them (they still count in N and df)
+        return [(loaded[doc], score) for doc, score in ranked if doc in loaded]
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -680,7 +802,8 @@ class DbDriver(BaseDriver):
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
     ) -> builtins.list[tuple[str, str]]:
         """``(subject, memory_id)`` of memories whose current version carries a label of
-        ``retention`` and that were created before the label's cutoff, sorted."""
+        ``retention`` and that were created before the label's cutoff, sorted; a damaged
+        memory is left out (the sweep that reads each one would fail on it)."""
         if not retention:
             return []
         v = VERSIONS.c
@@ -699,7 +822,8 @@ class DbDriver(BaseDriver):
                     v.tenant == tenant, v.app == app, v.valid_to.is_(None), past
                 )
             ).all()
-        return sorted((subject, memory_id) for subject, memory_id in found)
+            damaged = self._damaged_among(connection, tenant, app, [m for _, m in found])
+        return sorted((s, memory_id) for s, memory_id in found if memory_id not in damaged)
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
         """Insert or replace the control record ``key``; ``None`` DELETEs it."""
@@ -773,7 +897,16 @@ class DbDriver(BaseDriver):
                     )
             for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL):
                 order = list(table.primary_key.columns)
-                for index, found in enumerate(connection.execute(select(table).order_by(*order))):
+                result = connection.execute(select(table).order_by(*order))
+                try:
+                    rows = result.all()
+                except DECODE_ERRORS:  # a damaged timestamp: the timestamps as the database's text
+                    columns = [
+                        cast(c, Text).label(c.name) if isinstance(c.type, UtcTimestamp) else c
+                        for c in table.columns
+                    ]
+                    rows = connection.execute(select(*columns).order_by(*order)).all()
+                for index, found in enumerate(rows):
                     dumped.append((f"{table.name}[{index}]", _serialise(found)))
         yield from dumped
         if self._target.path is not None:

@@ -18,7 +18,10 @@ A search runs in one read transaction (one snapshot):
    high is fetched and re-scored too, so the result is exact, never approximately right.
 
 Only document ids, term counts, lengths and tie keys cross the wire; the caller loads the
-final ``k`` rows whole. A token repeated in a group counts once per repetition, as in the
+final ``k`` rows whole. A candidate whose tie key cannot be decoded (a damaged row,
+:mod:`._damage`) is left out: only then are the candidates fetched again without tie keys,
+and the keys one document at a time; documents the caller found damaged are left out too
+(``skip``). A token repeated in a group counts once per repetition, as in the
 reference. Queries with more than 64 distinct term groups take the plain path: per-token
 counts of every matching document, ranked in Python (still nothing but counts leaves the
 database).
@@ -28,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -52,6 +55,7 @@ from sqlalchemy import (
 from mainsdk_memory.drivers import _bm25 as bm25
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
 from mainsdk_memory.drivers._protocol import Filter
+from mainsdk_memory.drivers.db._damage import DECODE_ERRORS, fetch_each
 from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 from mainsdk_memory.drivers.db._scope import (
     ScopeShape,
@@ -66,7 +70,6 @@ __all__ = ["rank"]
 _MAX_SQL_GROUPS = 64
 _MARGIN = 16
 _EPSILON = 1e-9
-_CHUNK = 500  # ids per IN list when the plain path reads tie keys
 
 Doc = int
 """A version's document id (``memory_versions.doc``)."""
@@ -88,7 +91,12 @@ def _candidate(
     trust: str,
     recorded_at: datetime,
     weights: bm25.Weights,
-) -> _Candidate:
+) -> _Candidate | None:
+    """The candidate, or ``None`` if its tie keys are damaged (cells of the wrong type)."""
+    if not (
+        type(memory_id) is str and type(trust) is str and isinstance(recorded_at, datetime)
+    ):
+        return None
     raw = bm25.raw_score(weights, counts, length)
     return _Candidate(
         doc=doc,
@@ -124,10 +132,55 @@ def _in_scope(dialect: str, scope_docs: Any) -> ColumnElement[bool]:
     return doc.in_(scope_docs)
 
 
+@functools.lru_cache(maxsize=4)
+def _tie_keys_statement(dialect: str) -> Select[Any]:
+    """The tie keys of versions, by document id."""
+    v = VERSIONS.c
+    return select(v.doc, v.memory_id, v.trust, v.recorded_at).where(
+        same_tenant(dialect, bindparam("tenant")), v.doc.in_(bindparam("docs", expanding=True))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Ranking:
+    """The statements of one shape of filter and query, with and without tie keys."""
+
+    top: Select[Any]
+    """The best ``:limit`` documents, with their tie keys."""
+    block: Select[Any]
+    """Every document whose SQL score is at least ``:threshold``, with their tie keys."""
+    top_plain: Select[Any]
+    block_plain: Select[Any]
+    """The same without tie keys (read only when a tie key cannot be decoded)."""
+
+
+def _fetch(
+    connection: Connection,
+    tied: Select[Any],
+    plain: Select[Any],
+    params: Mapping[str, Any],
+) -> tuple[list[Mapping[Any, Any]], set[Doc]]:
+    """The rows of ``tied``, and the documents left out of them: if a tie key cannot be
+    decoded, the rows of ``plain`` with the tie keys read one document at a time, without the
+    documents whose keys are damaged."""
+    result = connection.execute(tied, params)
+    try:
+        return [row._mapping for row in result.all()], set()
+    except DECODE_ERRORS:
+        pass
+    found = connection.execute(plain, params).all()
+    keys, broken = fetch_each(
+        connection,
+        _tie_keys_statement(connection.dialect.name),
+        {"tenant": params["tenant"]},
+        [row.doc for row in found],
+    )
+    by_doc = {key.doc: key._mapping for key in keys}
+    return [{**row._mapping, **by_doc[row.doc]} for row in found if row.doc in by_doc], broken
+
+
 @functools.lru_cache(maxsize=256)
-def _statements(
-    dialect: str, shape: ScopeShape, groups: tuple[GroupShape, ...]
-) -> tuple[Select[Any], Select[Any]]:
+def _statements(dialect: str, shape: ScopeShape, groups: tuple[GroupShape, ...]) -> _Ranking:
     """The ranking statement (best ``:limit``) and the tie-block statement (every document
     whose SQL score is at least ``:threshold``) for one shape of filter and query.
 
@@ -248,13 +301,20 @@ def _statements(
         .where(ranked.c.raw >= bindparam("threshold", type_=Float()))
         .subquery("block")
     )
-    return with_tie_keys(top), with_tie_keys(block)
+    return _Ranking(with_tie_keys(top), with_tie_keys(block), select(top), select(block))
 
 
 def rank(
-    connection: Connection, where: Filter, query: Sequence[Collection[str]], top_k: int
+    connection: Connection,
+    where: Filter,
+    query: Sequence[Collection[str]],
+    top_k: int,
+    *,
+    skip: Collection[Doc] = frozenset(),
 ) -> list[tuple[Doc, float]]:
-    """The top ``k`` documents for ``query`` among the rows ``where`` selects, with scores."""
+    """The top ``k`` documents for ``query`` among the rows ``where`` selects, with scores,
+    without the documents in ``skip`` nor those whose tie keys are damaged (a damaged row
+    still counts in N and the document frequencies: it is in the store)."""
     groups = [Counter(group) for group in query]
     tokens = sorted({token for group in groups for token in group})
     if not tokens:
@@ -263,65 +323,96 @@ def rank(
     shape = scope_shape(where)
     params = dict(scope_params(where))
     distinct = list(dict.fromkeys(tuple(sorted(group.items())) for group in groups))
+    ranking: Callable[[set[Doc]], tuple[list[tuple[Doc, float]], set[Doc]]]
     if len(distinct) > _MAX_SQL_GROUPS:
-        return _rank_in_python(connection, dialect, shape, params, groups, tokens, top_k)
-    slot = {group: index for index, group in enumerate(distinct)}
-    slots = [slot[tuple(sorted(group.items()))] for group in groups]
-    group_shapes: list[GroupShape] = []
-    for index, group in enumerate(distinct):
-        by_repeat: dict[int, list[str]] = {}
-        for token, repeat in group:
-            by_repeat.setdefault(repeat, []).append(token)
-        group_shapes.append(tuple(sorted(by_repeat)))
-        for repeat, members in by_repeat.items():
-            params[f"group_{index}_{repeat}"] = sorted(members)
-        params[f"times_{index}"] = float(slots.count(index))
-    params["tokens"] = tokens
-    top, block = _statements(dialect, shape, tuple(group_shapes))
+        ranking = functools.partial(
+            _rank_in_python, connection, dialect, shape, params, groups, tokens, top_k
+        )
+    else:
+        slot = {group: index for index, group in enumerate(distinct)}
+        slots = [slot[tuple(sorted(group.items()))] for group in groups]
+        group_shapes: list[GroupShape] = []
+        for index, group in enumerate(distinct):
+            by_repeat: dict[int, list[str]] = {}
+            for token, repeat in group:
+                by_repeat.setdefault(repeat, []).append(token)
+            group_shapes.append(tuple(sorted(by_repeat)))
+            for repeat, members in by_repeat.items():
+                params[f"group_{index}_{repeat}"] = sorted(members)
+            params[f"times_{index}"] = float(slots.count(index))
+        params["tokens"] = tokens
+        statements = _statements(dialect, shape, tuple(group_shapes))
+        ranking = functools.partial(_rank_in_sql, connection, statements, params, slots, top_k)
+    skipped = set(skip)
+    while True:
+        ranked, damaged = ranking(skipped)
+        if damaged <= skipped:
+            return ranked
+        skipped |= damaged  # ranked again without them: each round leaves out new ones
 
-    limit = top_k + _MARGIN
-    rows = connection.execute(top, {**params, "limit": limit}).all()
+
+def _rank_in_sql(
+    connection: Connection,
+    statements: _Ranking,
+    params: Mapping[str, Any],
+    slots: Sequence[int],
+    top_k: int,
+    skip: Collection[Doc],
+) -> tuple[list[tuple[Doc, float]], set[Doc]]:
+    """The top ``k`` without ``skip``, and the documents found damaged on the way."""
+    limit = top_k + _MARGIN + len(skip)  # a skipped document leaves room for the next
+    rows, damaged = _fetch(
+        connection, statements.top, statements.top_plain, {**params, "limit": limit}
+    )
     if not rows:
-        return []
+        return [], damaged
     # Python redoes the arithmetic from the counts with the BM25 kernel, as bm25_rank does.
-    first = rows[0]._mapping
+    first = rows[0]
     weights = bm25.weights(
         int(first["n"]), int(first["total"]), [int(first[f"df{s}"]) for s in slots]
     )
     if weights is None:
-        return []
+        return [], damaged
     ceiling = weights.ceiling
 
-    def candidates(found_rows: Sequence[Any]) -> list[_Candidate]:
+    def candidates(found_rows: Sequence[Mapping[Any, Any]]) -> list[_Candidate]:
         found = []
-        for row in found_rows:
-            values = row._mapping
+        for values in found_rows:
             counts = [int(values[f"tf{s}"]) for s in slots]
-            if any(counts):  # as in bm25_rank, a document with no query term is left out
-                found.append(
-                    _candidate(
-                        row.doc,
-                        row.memory_id,
-                        counts,
-                        row.length,
-                        row.trust,
-                        row.recorded_at,
-                        weights,
-                    )
+            # As in bm25_rank, a document with no query term is left out.
+            if any(counts) and values["doc"] not in skip:
+                candidate = _candidate(
+                    values["doc"],
+                    values["memory_id"],
+                    counts,
+                    values["length"],
+                    values["trust"],
+                    values["recorded_at"],
+                    weights,
                 )
+                if candidate is None:
+                    damaged.add(values["doc"])
+                else:
+                    found.append(candidate)
         return found
 
     best = _best(candidates(rows), top_k)
-    if len(rows) == limit and len(best) == top_k:
+    if len(rows) + len(damaged) == limit and len(best) == top_k:
         kth = best[-1]
-        lowest = min(float(row.raw) for row in rows)
+        lowest = min(float(row["raw"]) for row in rows)
         left_out = min(1.0, lowest * (1.0 + _EPSILON) / ceiling)
         if left_out >= kth.score:
             # A left-out document could tie or beat the k-th: fetch all that could.
             threshold = min(kth.raw, ceiling) * (1.0 - _EPSILON)
-            rows = connection.execute(block, {**params, "threshold": threshold}).all()
+            rows, broken = _fetch(
+                connection,
+                statements.block,
+                statements.block_plain,
+                {**params, "threshold": threshold},
+            )
+            damaged |= broken
             best = _best(candidates(rows), top_k)
-    return [(c.doc, c.score) for c in best]
+    return [(c.doc, c.score) for c in best], damaged
 
 
 def _rank_in_python(
@@ -332,8 +423,10 @@ def _rank_in_python(
     groups: list[Counter[str]],
     tokens: list[str],
     top_k: int,
-) -> list[tuple[Doc, float]]:
-    """The plain path: per-token counts of every matching document, ranked in Python."""
+    skip: Collection[Doc],
+) -> tuple[list[tuple[Doc, float]], set[Doc]]:
+    """The plain path: per-token counts of every matching document, ranked in Python; the
+    top ``k`` without ``skip``, and the documents found damaged."""
     v, p = VERSIONS.c, POSTINGS.c
     scope = scope_clauses(shape, dialect)
     n_docs, total_length = connection.execute(
@@ -341,7 +434,7 @@ def _rank_in_python(
     ).one()
     n_docs, total_length = int(n_docs), int(total_length)
     if not n_docs:
-        return []
+        return [], set()
     result = connection.execute(
         select(p.doc, p.term, p.tf, p.length).where(
             p.tenant == bindparam("tenant"),
@@ -363,34 +456,32 @@ def _rank_in_python(
         n_docs, total_length, bm25.document_frequencies(counted.values(), len(groups))
     )
     if weights is None:
-        return []
+        return [], set()
     scores = {
         doc: bm25.score(weights, counts, docs[doc][0])
         for doc, counts in counted.items()
         if any(counts)
     }
     if not scores:
-        return []
-    # Only documents scoring at least the k-th best can be in the result: read their tie keys.
+        return [], set()
+    # Only documents scoring at least the k-th best (skipped ones aside) can be in the
+    # result: read their tie keys.
+    scores = {doc: score for doc, score in scores.items() if doc not in skip}
+    if not scores:
+        return [], set()
     cut = sorted(scores.values(), reverse=True)[: max(top_k, 1)][-1]
     contenders = sorted(doc for doc, score in scores.items() if score >= cut)
+    keys, damaged = fetch_each(
+        connection, _tie_keys_statement(dialect), {"tenant": params["tenant"]}, contenders
+    )
     found: list[_Candidate] = []
-    for start in range(0, len(contenders), _CHUNK):
-        chunk = contenders[start : start + _CHUNK]
-        for doc, memory_id, trust, recorded_at in connection.execute(
-            select(v.doc, v.memory_id, v.trust, v.recorded_at).where(
-                same_tenant(dialect, params["tenant"]), v.doc.in_(chunk)
-            )
-        ):
-            found.append(
-                _candidate(
-                    doc,
-                    memory_id,
-                    counted[doc],
-                    docs[doc][0],
-                    trust,
-                    recorded_at,
-                    weights,
-                )
-            )
-    return [(c.doc, c.score) for c in _best(found, top_k)]
+    for key in keys:
+        doc = key.doc
+        candidate = _candidate(
+            doc, key.memory_id, counted[doc], docs[doc][0], key.trust, key.recorded_at, weights
+        )
+        if candidate is None:
+            damaged.add(doc)
+        else:
+            found.append(candidate)
+    return [(c.doc, c.score) for c in _best(found, top_k)], damaged

@@ -29,6 +29,16 @@ new file of its stream goes on from its position and drops the memories whose fi
 (one listing of file names); only a reader left behind the kept tail, or a new one, reads
 every memory file. A log without a header (a store written before headers) is a stream of
 its own, which its first restart continues; the format marker is unchanged.
+
+A damaged memory file (not JSON, the wrong shape, a field of the wrong type, or rows that
+name another memory) affects only itself: the cache remembers its id (and the file's inode,
+so a restored file is read again) instead of failing the folder. Reads that return many
+memories (``list``, ``search``, ``vectors``, ``expired``, ``rows``) leave it out;
+``versions`` of it, and every write to it, raise :class:`~mainsdk_memory.StoreError` naming
+the id and saying what to do; ``erase`` still removes its file, and :meth:`LocalDriver.damaged`
+names the damaged memories of a subject (a person's erase lists memories first, and a
+damaged one is not listed). Only what a reader loads is checked: an existing cache notices a
+file that was replaced (a new inode, as every write makes) or logged, not one edited in place.
 """
 
 from __future__ import annotations
@@ -41,9 +51,9 @@ import math
 import os
 import secrets
 import threading
-from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence, Set
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -62,6 +72,7 @@ from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
 from mainsdk_memory.drivers._protocol import (
     QUARANTINED_TRUST,
+    TENANT_SUBJECT,
     Capabilities,
     EraseResult,
     Filter,
@@ -114,37 +125,61 @@ def _row_to_json(row: StoredRow, vector: bytes | None = None) -> dict[str, Any]:
     return data
 
 
-def _row_from_json(data: dict[str, Any]) -> StoredRow:
-    terms = data["terms"]
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data[key]
+    if type(value) is not str:
+        raise TypeError(key)  # the field's name only: the message never holds a value
+    return value
+
+
+def _row_from_json(data: dict[str, Any], memory_id: str) -> StoredRow:
+    """One version of the file of ``memory_id``; ``TypeError``, ``ValueError``,
+    ``KeyError`` or ``AttributeError`` if it is damaged.
+
+    Every field is checked for the type the cache's index needs, so a damaged file is
+    refused here and never reaches (and breaks) the index of the others.
+    """
+    if _text(data, "memory_id") != memory_id:
+        raise ValueError("memory_id")
+    terms = data["terms"]  # a JSON object: its keys are strings
     if not all(type(count) is int for count in terms.values()):
         terms = {str(k): int(v) for k, v in terms.items()}
+    labels = tuple(data["labels"])
+    if not all(type(label) is str for label in labels):
+        raise TypeError("labels")
+    session = data["session"]
+    if session is not None and type(session) is not str:
+        raise TypeError("session")
+    version, length = int(data["version"]), int(data["length"])
+    if not (0 < version < _FOREVER and 0 <= length < _FOREVER):
+        raise ValueError("version")
     valid_to = data["valid_to"]
     return StoredRow(
-        tenant=data["tenant"],
-        app=data["app"],
-        subject=data["subject"],
-        memory_id=data["memory_id"],
-        version=int(data["version"]),
-        kind=data["kind"],
-        labels=tuple(data["labels"]),
-        trust=data["trust"],
-        agent=data["agent"],
-        session=data["session"],
+        tenant=_text(data, "tenant"),
+        app=_text(data, "app"),
+        subject=_text(data, "subject"),
+        memory_id=memory_id,
+        version=version,
+        kind=_text(data, "kind"),
+        labels=labels,
+        trust=_text(data, "trust"),
+        agent=_text(data, "agent"),
+        session=session,
         session_only=bool(data["session_only"]),
         pinned=bool(data["pinned"]),
         created_at=datetime.fromisoformat(data["created_at"]),
         recorded_at=datetime.fromisoformat(data["recorded_at"]),
         valid_from=datetime.fromisoformat(data["valid_from"]),
         valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
-        sealed=base64.b64decode(data["sealed"]),
+        sealed=base64.b64decode(data["sealed"], validate=True),
         terms=terms,
-        length=int(data["length"]),
+        length=length,
     )
 
 
 def _vector_from_json(data: dict[str, Any]) -> bytes | None:
     vector = data.get("vector")
-    return None if vector is None else base64.b64decode(vector)
+    return None if vector is None else base64.b64decode(vector, validate=True)
 
 
 def _micros(moment: datetime) -> int | None:
@@ -173,6 +208,26 @@ class _Memory(NamedTuple):
     rows: tuple[StoredRow, ...]
     vectors: tuple[bytes | None, ...]
     inode: int
+
+
+class _Damaged(NamedTuple):
+    """A memory file that exists but cannot be decoded, and the file's identity."""
+
+    inode: int
+
+
+#: What decoding a damaged memory file raises (json, base64, datetime, the checks above).
+_DAMAGE = (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError)
+
+
+def _damaged_error(memory_id: str) -> StoreError:
+    # The id only: the file's bytes, which may be anything, never reach the message.
+    return StoreError(
+        f"Memory {memory_id} is damaged in the local store: its file ({memory_id}.json) "
+        "cannot be decoded, so it can be neither read nor changed; the other memories are "
+        "not affected. Restore that file from a backup of the store, or erase the memory "
+        "(erasing removes the damaged file)."
+    )
 
 
 class _Log(NamedTuple):
@@ -425,12 +480,14 @@ class _Index:
 
         mask = self.alive[:n] & equal("tenant", where.tenant) & equal("app", where.app)
         mask &= among("subject", where.subjects)
-        if not where.any_session:
-            confined = self.session_only[:n] | equal("trust", QUARANTINED_TRUST)
-            if where.session is None:
-                mask &= ~confined
-            else:
-                mask &= ~confined | equal("session", where.session)
+        confined = self.session_only[:n] | equal("trust", QUARANTINED_TRUST)
+        if where.any_session:
+            # The person's own view lifts the session rules for their rows, not shared ones.
+            confined &= equal("subject", TENANT_SUBJECT)
+        if where.session is None:
+            mask &= ~confined
+        else:
+            mask &= ~confined | equal("session", where.session)
         if where.written_by is not None:
             mask &= equal("agent", where.written_by)
         for label, cutoff in where.retention:
@@ -465,6 +522,9 @@ class _SubjectCache:
     offset: int
     """How far into the log file (bytes, header included) complete lines were read."""
     dir_mtime: int
+    damaged: dict[str, int] = field(default_factory=dict)
+    """Memories whose file cannot be decoded, by id, with their file's inode (a file that
+    is replaced, restored say, is read again). Never in ``memories`` or the index."""
 
     @property
     def read(self) -> tuple[tuple[int, bytes], int]:
@@ -476,12 +536,28 @@ class _SubjectCache:
         """The stream position read up to."""
         return 0 if self.log is None else self.log.base + self.offset - self.log.header
 
-    def put(self, memory_id: str, memory: _Memory | None) -> None:
-        """Replace (or, with ``None``, drop) one memory and its slots."""
+    def held(self) -> Set[str]:
+        """The ids of every memory file as last loaded, damaged ones included."""
+        if not self.damaged:
+            return self.memories.keys()
+        return self.memories.keys() | self.damaged.keys()
+
+    def inode(self, memory_id: str) -> int:
+        """The inode of a held memory's file as last loaded."""
+        memory = self.memories.get(memory_id)
+        return self.damaged[memory_id] if memory is None else memory.inode
+
+    def put(self, memory_id: str, memory: _Memory | _Damaged | None) -> None:
+        """Replace (or, with ``None``, drop) one memory and its slots; a damaged one is
+        remembered by id only."""
         if memory_id in self.memories:
             del self.memories[memory_id]
             self.index.remove(memory_id)
-        if memory is not None:
+        elif self.damaged:
+            self.damaged.pop(memory_id, None)
+        if isinstance(memory, _Damaged):
+            self.damaged[memory_id] = memory.inode
+        elif memory is not None:
             self.memories[memory_id] = memory
             self.index.add([(memory_id, memory)])
         if self.index.worn():
@@ -612,8 +688,9 @@ class LocalDriver(BaseDriver):
             if fd >= 0:
                 os.close(fd)
 
-    def _load(self, folder: str, memory_id: str) -> _Memory | None:
-        """Read one memory file; ``None`` if there is none."""
+    def _load(self, folder: str, memory_id: str) -> _Memory | _Damaged | None:
+        """Read one memory file; ``None`` if there is none, :class:`_Damaged` if it cannot
+        be decoded (raises :class:`StoreError` only if it cannot be read at all)."""
         try:
             fd = os.open(f"{folder}/{memory_id}.json", os.O_RDONLY)
         except FileNotFoundError:
@@ -632,17 +709,28 @@ class LocalDriver(BaseDriver):
                     break
                 chunks.append(chunk)
                 left -= len(chunk)
-            data = json.loads(b"".join(chunks))
-            versions = data["versions"]
-            rows = tuple(_row_from_json(item) for item in versions)
-            vectors = tuple(_vector_from_json(item) for item in versions)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except OSError as exc:
             raise StoreError(
                 f"A memory file in the local store cannot be read ({memory_id})."
             ) from exc
         finally:
             os.close(fd)
-        return _Memory(rows, vectors, stat.st_ino) if rows else None
+        try:
+            versions = json.loads(b"".join(chunks))["versions"]
+            rows = tuple(_row_from_json(item, memory_id) for item in versions)
+            vectors = tuple(_vector_from_json(item) for item in versions)
+        except _DAMAGE:
+            return _Damaged(stat.st_ino)
+        # Every file a writer leaves holds at least one version.
+        return _Memory(rows, vectors, stat.st_ino) if rows else _Damaged(stat.st_ino)
+
+    def _stored(self, folder: Path, memory_id: str) -> _Memory | None:
+        """The memory a write is about to change (holding the write lock); a damaged one
+        raises :class:`StoreError` naming it, as nothing can be written over it safely."""
+        stored = self._load(str(folder), memory_id)
+        if isinstance(stored, _Damaged):
+            raise _damaged_error(memory_id)
+        return stored
 
     def _write_file(
         self,
@@ -817,7 +905,7 @@ class LocalDriver(BaseDriver):
     def _reconcile(self, path: str, cache: _SubjectCache, *, check_inodes: bool) -> None:
         """Match the cache with the folder's file names (and, if asked, file inodes)."""
         names = self._names(path)
-        held = cache.memories.keys()
+        held = cache.held()
         for memory_id in held - names:
             cache.put(memory_id, None)
         changed = names - held
@@ -827,7 +915,7 @@ class LocalDriver(BaseDriver):
                     inode = os.stat(f"{path}/{memory_id}.json").st_ino
                 except FileNotFoundError:
                     inode = -1
-                if inode != cache.memories[memory_id].inode:
+                if inode != cache.inode(memory_id):
                     changed.add(memory_id)
         for memory_id in sorted(changed):
             cache.put(memory_id, self._load(path, memory_id))
@@ -841,13 +929,16 @@ class LocalDriver(BaseDriver):
             offset = log.size - len(tail) + tail.rfind(b"\n") + 1 if b"\n" in tail else 0
             offset = max(offset, log.header)
         memories: dict[str, _Memory] = {}
+        damaged: dict[str, int] = {}
         for memory_id in sorted(self._names(path)):
             memory = self._load(path, memory_id)
-            if memory is not None:
+            if isinstance(memory, _Damaged):
+                damaged[memory_id] = memory.inode
+            elif memory is not None:
                 memories[memory_id] = memory
         index = _Index(max(64, 2 * sum(len(m.rows) for m in memories.values())))
         index.add(memories.items())
-        return _SubjectCache(memories, index, log, offset, dir_mtime)
+        return _SubjectCache(memories, index, log, offset, dir_mtime, damaged)
 
     def _caches_for(self, where: Filter) -> list[_SubjectCache]:
         """The up-to-date caches of the filter's subjects (holding ``_lock``)."""
@@ -878,7 +969,7 @@ class LocalDriver(BaseDriver):
         sealed embedding if given."""
         folder = self._subject_dir(row.tenant, row.app, row.subject)
         with self._writing(folder):
-            stored = self._load(str(folder), row.memory_id)
+            stored = self._stored(folder, row.memory_id)
             if closes is None:
                 if stored is not None:
                     raise MemoryConflictError(
@@ -957,20 +1048,35 @@ class LocalDriver(BaseDriver):
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
     ) -> list[StoredRow]:
-        """Every version of ``memory_id`` within ``subjects``, oldest first."""
+        """Every version of ``memory_id`` within ``subjects``, oldest first; a damaged memory
+        raises :class:`StoreError` naming it."""
         with self._lock:
             for subject in subjects:
                 cache = self._cache(tenant, app, subject)
-                memory = None if cache is None else cache.memories.get(memory_id)
+                if cache is None:
+                    continue
+                memory = cache.memories.get(memory_id)
                 if memory is not None:
                     return list(memory.rows)
+                if memory_id in cache.damaged:
+                    raise _damaged_error(memory_id)
         return []
+
+    def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
+        """The ids of the subject's memories whose file cannot be decoded, sorted.
+
+        Reads leave them out, so a caller that lists a subject's memories to erase them
+        (a person's erase) erases these too by id: :meth:`erase` removes a damaged file.
+        """
+        with self._lock:
+            cache = self._cache(tenant, app, subject)
+            return [] if cache is None else sorted(cache.damaged)
 
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag of the current version."""
         folder = self._subject_dir(tenant, app, subject)
         with self._writing(folder):
-            stored = self._load(str(folder), memory_id)
+            stored = self._stored(folder, memory_id)
             if stored is None:
                 raise MemoryConflictError
             rows = [*stored.rows[:-1], replace(stored.rows[-1], pinned=pinned)]
@@ -1176,10 +1282,10 @@ class LocalDriver(BaseDriver):
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Delete the memory's file (every version, its terms and embeddings), and blank its
-        id out of the change log."""
+        id out of the change log; a damaged file too (its versions are then not named)."""
         folder = self._subject_dir(tenant, app, subject)
         with self._writing(folder):
-            stored = self._load(str(folder), memory_id)
+            stored = self._load(str(folder), memory_id)  # a damaged file is erased too
             try:
                 before = os.stat(folder).st_mtime_ns
                 remove_durably(folder / f"{memory_id}.json")
@@ -1195,7 +1301,8 @@ class LocalDriver(BaseDriver):
                 cache.put(memory_id, None)
                 if restarted is not None:
                     self._moved(cache, *restarted, before, after)
-        versions = () if stored is None else tuple(r.version for r in stored.rows)
+        # A damaged file's versions are unknown: it is erased whole, none is named.
+        versions = tuple(r.version for r in stored.rows) if isinstance(stored, _Memory) else ()
         return EraseResult(memory_id=memory_id, versions=versions, mode="hard")
 
 
