@@ -146,8 +146,8 @@ def seal_rows(
         contents = Contents(
             text=text, kind=Kind.FACT, labels=("personal",), source=Source.agent(AGENT),
             trust=Trust.INFERRED, agent=AGENT, author=AGENT, confirmed_by=None, data=None,
-            data_type=None, session=None, session_only=False, valid_from=when,
-            recorded_at=when,
+            data_type=None, session=None, session_token=None, session_only=False,
+            valid_from=when, recorded_at=when,
         )
         place = Place(memory_id=new_memory_id(), version=1, subject=person, pinned=False,
                       created_at=when)

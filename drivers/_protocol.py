@@ -96,7 +96,10 @@ class Filter:
     app: str
     subjects: tuple[str, ...]
     session: str | None = None
-    """Rows written ``session_only`` are visible only to this session."""
+    """Rows written ``session_only``, and quarantined rows, are visible only to this session.
+
+    The core stores a session as a keyed token bound to the person, the agent and the
+    session's name (ADR 0045): the driver compares tokens and never sees a session's name."""
     kinds: frozenset[str] | None = None
     as_of: datetime | None = None
     """``None``: current versions (``valid_to`` unset); else the version valid at that time."""
@@ -105,7 +108,8 @@ class Filter:
     written_by: str | None = None
     """Only rows whose ``agent`` is this one (an agent with ``read: "own"``)."""
     any_session: bool = False
-    """Lift the session rules (the person's own view of everything held about them)."""
+    """Lift the session rules for the person's own rows (their view of everything held
+    about them); shared rows (:data:`TENANT_SUBJECT`) obey them for every filter (ADR 0045)."""
     retention: tuple[tuple[str, datetime], ...] = ()
     """``(label, cutoff)`` pairs: a row carrying ``label`` whose memory was created before
     ``cutoff`` has outlived its retention and is not returned, even before a sweep erases it."""
@@ -114,10 +118,11 @@ class Filter:
         """Whether ``row`` is in scope, ignoring time.
 
         Scope is tenant, app and subject; then session: a ``session_only`` row, and a
-        quarantined row (trust ``untrusted``), are visible only to the session that wrote it;
+        quarantined row (trust ``untrusted``), are visible only to the session that wrote it
+        (``any_session`` lifts this for a person's own rows, never for shared ones);
         then kind, pin and writing agent when the filter names them.
         """
-        same_session = self.any_session or (
+        same_session = (self.any_session and row.subject != TENANT_SUBJECT) or (
             row.session is not None and row.session == self.session
         )
         return (

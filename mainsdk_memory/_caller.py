@@ -7,6 +7,7 @@ grant and kill switch, and builds the :class:`~mainsdk_memory.drivers.Filter` of
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -98,6 +99,18 @@ class Caller:
             raise AgentDisabledError
         return None if self.services.agents.read_policy(records) == "all" else self.agent
 
+    def session_token(self) -> str | None:
+        """The session a row stores and a filter names: a keyed token of the person, the agent
+        and the session's name, so the same name opened by another person or another agent is
+        another session, and the driver never sees the name (ADR 0045)."""
+        if self.session is None:
+            return None
+        keys = self.services.subject_keys(self.tenant, TENANT_SUBJECT, create=True)
+        assert keys is not None  # noqa: S101 - create=True always returns keys
+        # Each part is JSON-quoted, so no name can shift the boundary between two parts.
+        bound = json.dumps(["session", self.pseudonym(), self.agent, self.session])
+        return "s_" + keys.blind(bound)
+
     def filter(
         self,
         *,
@@ -105,12 +118,15 @@ class Caller:
         as_of: datetime | None = None,
         pinned: bool | None = None,
     ) -> Filter:
-        """What this caller may read: its person and the tenant, its session, its grant."""
+        """What this caller may read: its person and the tenant, its session, its grant.
+
+        The person's own handle sees their rows in every session; shared rows obey the
+        session and quarantine rules for everyone (ADR 0045)."""
         return Filter(
             tenant=self.tenant,
             app=self.app,
             subjects=(self.pseudonym(), TENANT_SUBJECT),
-            session=self.session,
+            session=self.session_token(),
             kinds=kinds,
             as_of=as_of,
             pinned=pinned,

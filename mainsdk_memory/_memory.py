@@ -30,9 +30,10 @@ from mainsdk_memory._errors import (
 )
 from mainsdk_memory._options import Options, Settings, settle
 from mainsdk_memory._privacy import Privacy
-from mainsdk_memory._records import AgentLimits
+from mainsdk_memory._records import AgentLimits, MemoryRecord
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._services import Services
+from mainsdk_memory._shared import confirm_shared
 from mainsdk_memory.audit import AuditSink
 from mainsdk_memory.drivers import Capabilities, Driver, VectorDriver
 from mainsdk_memory.drivers import open_driver as _open_driver
@@ -278,6 +279,25 @@ class Memory:
         """Whether ``agent``'s kill switch is on in the current tenant."""
         tenant_id = _tenant.current()
         return "kill" in self._services.agents.records(tenant_id, validate.name(agent, "agent"))
+
+    # -- shared memory ------------------------------------------------------------------
+
+    def confirm_shared(self, memory_id: str) -> MemoryRecord:
+        """Confirm a shared (``about="tenant"``) memory as the app: it leaves quarantine and
+        reaches every person's agents in the current tenant.
+
+        Shared memory reaches everyone, so no person confirms it (``PersonMemory.confirm``
+        raises :class:`ScopeError`); the app decides, after checking what it says. Its text,
+        kind, labels, data and source stay; ``confirmed_by`` is ``"@app"``. Confirming a
+        confirmed memory changes nothing; a personal memory's id raises
+        :class:`MemoryNotFound`. Audited with actor ``app`` (ADR 0045).
+        """
+        tenant_id = _tenant.current()
+        ids = [memory_id] if isinstance(memory_id, str) else []
+        with self._services.audit.call(
+            tenant_id, "confirm-shared", actor="app", memory_ids=ids
+        ):
+            return confirm_shared(self._services, tenant_id, memory_id)
 
     # -- retention ----------------------------------------------------------------------
 

@@ -256,7 +256,7 @@ class Privacy:
         The signature is checked against ``public_key`` (default: this project's own key
         set); a bundle from another tenant, or holding anything but procedures labelled
         ``none``, is refused whole. Imported memories are ``untrusted`` and quarantined until
-        a person confirms them.
+        the app confirms them (``Memory.confirm_shared``, ADR 0045).
         """
         tenant_id = _tenant.current()
         services = self._services

@@ -32,6 +32,7 @@ from mainsdk_memory._errors import (
     MemoryCapabilityError,
     MemoryNotFound,
     RequestNotFound,
+    ScopeError,
 )
 from mainsdk_memory._recall import RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
@@ -122,6 +123,15 @@ class _Handle:
         record_clean_verdict(self._services, row.tenant, row.memory_id, row.version, child)
         return to_record(self._caller, row, contents)
 
+    def _session_name(self, current: StoredRow) -> str | None:
+        """The name of the session ``current`` belongs to (the row stores only its token)."""
+        caller = self._caller
+        if current.session is None:
+            return None
+        if current.session == caller.session_token():
+            return caller.session
+        return open_contents(caller, current).session  # another session's, seen by the person
+
     def _default_source(self) -> Source:
         caller = self._caller
         return Source.person(caller.person) if caller.is_person else Source.agent(caller.agent)
@@ -196,7 +206,9 @@ class _Handle:
         ``confirmed``). Only the person's own handle confirms: ``Source.person(...)`` from an
         agent records the agent's claim that the person said it, as ``inferred``. A tool,
         MCP, web or import source makes the memory ``untrusted`` and quarantined: only this
-        session sees it until the person confirms it.
+        session sees it until the person confirms it (shared memory: until the app confirms
+        it with ``memory.confirm_shared``). A session is this person's and this agent's: the
+        same name opened by anyone else is another session.
         ``session_only`` memories are seen only in this session. ``data`` is a pydantic model
         instance kept with the text and returned as that model. The injection check runs
         first; a flagged text raises :class:`MemoryInjectionError` and nothing is stored.
@@ -236,6 +248,7 @@ class _Handle:
                 data=fields,
                 data_type=data_type,
                 session=caller.session,
+                session_token=caller.session_token(),
                 session_only=session_only,
                 valid_from=now if start is None else start,
                 recorded_at=now,
@@ -292,7 +305,9 @@ class _Handle:
             now = services.now()
             if start is None:
                 start = max(now, current.valid_from)  # a future-dated version closes later
-            trust = revised_trust(caller, source, current.trust)
+            trust = revised_trust(
+                caller, source, current.trust, shared=current.subject == TENANT_SUBJECT
+            )
             fields, data_type = self._data_fields(data)
             contents = Contents(
                 text=text,
@@ -305,7 +320,8 @@ class _Handle:
                 confirmed_by=self._confirmed_by(trust),
                 data=fields,
                 data_type=data_type,
-                session=current.session,
+                session=self._session_name(current),
+                session_token=current.session,
                 session_only=current.session_only,
                 valid_from=start,
                 recorded_at=now,
@@ -365,11 +381,17 @@ class _Handle:
             return open_record(self._caller, current)
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
-        """Every version of the memory, oldest first."""
+        """Every version of the memory this caller may see, oldest first.
+
+        A version outside the caller's scope is left out, as every read leaves it out: another
+        session never sees a quarantined version nobody confirmed (ADR 0045).
+        """
         with self._begin("history", [memory_id]) as note:
             if not self._services.store.capabilities.time_travel:
                 raise MemoryCapabilityError("time_travel")
             rows, _ = self._current_row(memory_id)
+            where = self._caller.filter()
+            rows = [row for row in rows if where.visible(row)]
             note.count = len(rows)
             return [open_record(self._caller, row) for row in rows]
 
@@ -486,11 +508,18 @@ class PersonMemory(_Handle):
         """Confirm a memory: its next version is ``confirmed`` and leaves quarantine.
 
         The text, kind, labels, data and source stay as they were; ``confirmed_by`` names the
-        person. Confirming a confirmed memory changes nothing.
+        person. Confirming a confirmed memory changes nothing. Shared memory (``about=
+        "tenant"``) reaches everyone, so no person confirms it: :class:`ScopeError`; the app
+        does, with :meth:`Memory.confirm_shared` (ADR 0045).
         """
         with self._begin("confirm", [memory_id]):
             caller, services = self._caller, self._services
             rows, current = self._current_row(memory_id)
+            if current.subject == TENANT_SUBJECT:
+                raise ScopeError(
+                    "Shared memory reaches everyone in the tenant, so no person confirms it; "
+                    "the app does, with memory.confirm_shared(memory_id). Nothing was changed."
+                )
             held = open_contents(caller, current)
             if held.trust is Trust.CONFIRMED:
                 return to_record(caller, current, held)

@@ -89,13 +89,18 @@ class Contents:
     data: dict[str, Any] | None = field(repr=False)
     data_type: str | None
     session: str | None
+    """The session's name, as the handle was opened (``MemoryRecord.scope.session``)."""
+    session_token: str | None
+    """The session the row stores (:meth:`Caller.session_token`, ADR 0045); a version
+    written before sessions were tokens stores the name itself, and this equals it."""
     session_only: bool
     valid_from: datetime
     recorded_at: datetime
 
     def payload(self) -> dict[str, Any]:
-        """The JSON document that is sealed."""
-        return {
+        """The JSON document that is sealed (the token only where it is not the name, so a
+        version of before ADR 0045 seals as it always did)."""
+        document: dict[str, Any] = {
             "text": self.text,
             "kind": self.kind.value,
             "labels": list(self.labels),
@@ -111,6 +116,9 @@ class Contents:
             "data": self.data,
             "data_type": self.data_type if self.data is not None else None,
         }
+        if self.session_token != self.session:
+            document["session_token"] = self.session_token
+        return document
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +170,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
         labels=contents.labels,
         trust=contents.trust.value,
         agent=contents.agent,
-        session=contents.session,
+        session=contents.session_token,
         session_only=contents.session_only,
         pinned=place.pinned,
         created_at=place.created_at,
@@ -199,6 +207,7 @@ def open_contents(caller: Caller, row: StoredRow) -> Contents:
             data=payload["data"],
             data_type=payload["data_type"],
             session=payload["session"],
+            session_token=payload.get("session_token", payload["session"]),
             session_only=payload["session_only"],
             valid_from=datetime.fromisoformat(payload["valid_from"]),
             recorded_at=datetime.fromisoformat(payload["recorded_at"]),
@@ -210,7 +219,7 @@ def open_contents(caller: Caller, row: StoredRow) -> Contents:
         and contents.labels == row.labels
         and contents.trust.value == row.trust
         and contents.agent == row.agent
-        and contents.session == row.session
+        and contents.session_token == row.session
         and contents.session_only == row.session_only
         and contents.valid_from == row.valid_from
         and contents.recorded_at == row.recorded_at
@@ -247,7 +256,7 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
             app=row.app,
             about=caller.subject_of(row),
             agent=row.agent,
-            session=row.session,
+            session=contents.session,
         ),
         valid_from=contents.valid_from,
         valid_to=row.valid_to,

@@ -79,11 +79,13 @@ def trust_of(caller: Caller, source: Source) -> Trust:
     return source.trust
 
 
-def revised_trust(caller: Caller, source: Source, current: str) -> Trust:
+def revised_trust(caller: Caller, source: Source, current: str, *, shared: bool) -> Trust:
     """The trust of a revision: never above the current version's, unless the person's own
-    handle confirms (so quarantined text cannot be laundered by revising it)."""
+    handle confirms (so quarantined text cannot be laundered by revising it). A revision of
+    ``shared`` memory never raises it, whoever writes it: shared memory reaches everyone, so
+    only the app confirms it (``Memory.confirm_shared``, ADR 0045)."""
     trust = trust_of(caller, source)
-    if trust is not Trust.CONFIRMED and TRUST_RANK[current] < TRUST_RANK[trust]:
+    if (shared or trust is not Trust.CONFIRMED) and TRUST_RANK[current] < TRUST_RANK[trust]:
         return Trust(current)
     return trust
 

@@ -172,7 +172,7 @@ def test_a_versions_plaintext_never_shows_in_its_repr() -> None:
     contents = Contents(
         text="Ada's PIN is 4711.", kind=Kind.FACT, labels=("personal",), source=Source.agent("b"),
         trust=Trust.INFERRED, agent="b", author="b", confirmed_by=None, data={"pin": "4711"},
-        data_type="x:Y", session=None, session_only=False,
+        data_type="x:Y", session=None, session_token=None, session_only=False,
         valid_from=datetime(2026, 1, 1, tzinfo=UTC), recorded_at=datetime(2026, 1, 1, tzinfo=UTC),
     )
     assert "4711" not in repr(contents) and "PIN" not in repr(contents)

@@ -303,8 +303,10 @@ def test_procedures_move_between_apps_quarantined(two_apps: tuple[Memory, Memory
         (how.text, Trust.UNTRUSTED, "procedure", ("none",))
     ]
     billing = target.acting_for("bob", agent="billing-bot", session="s9")
-    assert billing.recall("reset password") == []  # quarantined until a person confirms
-    target.person("bob").confirm(imported[0].id)
+    assert billing.recall("reset password") == []  # quarantined until the app confirms
+    with pytest.raises(MemoryNotFound):
+        target.person("bob").confirm(imported[0].id)  # shared: no person confirms it
+    target.confirm_shared(imported[0].id)
     assert [h.record.id for h in billing.recall("reset password")] == [imported[0].id]
     assert source.acting_for("ada", agent="bot").recall("reset password link")  # still home
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, false, func, not_, or_
 
-from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, Filter
+from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, TENANT_SUBJECT, Filter
 from mainsdk_memory.drivers.db._schema import VERSIONS
 
 __all__ = [
@@ -78,16 +78,15 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
         v.subject.in_(bindparam("subjects", expanding=True)),
     ]
     # A session_only row, and a quarantined (untrusted) row, show only in its own session
-    # (unless the filter lifts the session rules: a person's view of everything about them).
+    # (unless the filter lifts the session rules: a person's view of everything about them,
+    # which never lifts them for shared rows).
+    exempt: list[ColumnElement[bool]] = []
     if shape.any_session:
-        pass
-    elif not shape.session:
-        clauses.append(v.session_only.is_(False))
-        clauses.append(v.trust != QUARANTINED_TRUST)
-    else:
-        same_session = v.session == bindparam("session")
-        clauses.append(or_(v.session_only.is_(False), same_session))
-        clauses.append(or_(v.trust != QUARANTINED_TRUST, same_session))
+        exempt.append(v.subject != TENANT_SUBJECT)
+    if shape.session:
+        exempt.append(v.session == bindparam("session"))
+    clauses.append(or_(v.session_only.is_(False), *exempt))
+    clauses.append(or_(v.trust != QUARANTINED_TRUST, *exempt))
     if shape.written_by:
         clauses.append(v.agent == bindparam("written_by"))
     for index in range(shape.retention):
