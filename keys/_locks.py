@@ -1,13 +1,16 @@
 """Advisory locks of the key store: one rotation at a time, no subject change mid-re-wrap.
 
-Two lock files sit in the key store folder (0600, always empty)::
+Two lock files sit in the key store folder (0600)::
 
     rotate.lock     held exclusively, without waiting, for the whole of a rotation: a second
                     rotation is refused at once instead of racing the first
     subjects.lock   shared by every writer of ``subjects/`` (creating or destroying a subject),
                     exclusive for each step of a rotation that rewrites a subject file or
                     keystore.json, so a destroyed subject is never written back by a re-wrap
-                    and a backup taken under it is consistent
+                    and a backup taken under it is consistent. Its content is the destroy
+                    epoch: one byte is appended for every destroyed subject
+                    (:func:`announce_destroy`), so its size tells every process holding
+                    subject keys that one is gone (ADR 0039); the lock never reads it
 
 They are ``flock(2)`` locks: the kernel drops them when the holding process dies, so a killed
 rotation never leaves a stale lock behind, and an operator can take one from a shell with
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from mainsdk_memory._files import FILE_MODE
 
-__all__ = ["ROTATE_LOCK", "SUBJECTS_LOCK", "LockHeld", "file_lock"]
+__all__ = ["ROTATE_LOCK", "SUBJECTS_LOCK", "LockHeld", "announce_destroy", "file_lock"]
 
 ROTATE_LOCK = "rotate.lock"
 SUBJECTS_LOCK = "subjects.lock"
@@ -53,3 +56,14 @@ def file_lock(path: Path, *, exclusive: bool, wait: bool = True) -> Iterator[Non
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def announce_destroy(path: Path) -> None:
+    """Append one byte to the lock file ``path`` (created 0600 if missing): the destroy epoch
+    moves, and every key store handle that reads its size re-checks the subjects it holds."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)  # independent of the umask
+        os.write(fd, b"\n")
+    finally:
+        os.close(fd)

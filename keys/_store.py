@@ -5,11 +5,15 @@ Layout of a key store folder (0700; every file 0600)::
     keystore.json          format, naming key, the active key-encryption key (KEK), Ed25519
                            signing keys (the active one private, retired ones public only) and,
                            only while a rotation is unfinished, the KEKs it is retiring
-    subjects/<name>.json   one wrapped 32-byte secret per subject (a person, or the tenant)
-                           in one tenant and app; <name> is an HMAC of (tenant, app, subject)
-                           under the naming key, so no file name carries a person id
+    subjects/<name>.json   one wrapped 32-byte secret per subject (a person, a person's
+                           pseudonym key, or the tenant) in one tenant and app; <name> is an
+                           HMAC of (tenant, app, subject) under the naming key, so no file
+                           name carries a person id
     rotate.lock            held by a running rotation (keys/_locks.py)
-    subjects.lock          shared by writers of subjects/, exclusive for each rotation step
+    subjects.lock          shared by writers of subjects/, exclusive for each rotation step;
+                           empty but for one byte appended by every destroyed subject, so its
+                           size tells every open handle, in every process, that a subject is
+                           gone (see "Destroying" below)
 
 keystore.json, field by field::
 
@@ -29,6 +33,18 @@ secret, HKDF-SHA256 derives the subject's sealing key, its blind-index key and (
 tenant subject) the pseudonym key that hides person ids from the storage driver. Destroying
 a subject removes its file; nothing else holds the secret. Rotating the KEK
 (:meth:`KeyStore.rotate`, ADR 0060) re-wraps the same secrets, so no memory is re-encrypted.
+
+Destroying reaches every open handle (ADR 0039). A process keeps the subject keys it has read,
+so :meth:`KeyStore.destroy_subject` removes the file and then appends a byte to subjects.lock
+(the destroy epoch). Every :meth:`KeyStore.subject_keys` call and every seal or open of a handle
+first reads that file's size (one ``lseek`` on a descriptor the key store keeps open): while it
+is the size the handle last saw, nothing was destroyed anywhere; once it moves, the handle reads
+its subject file again and works on only if the file still holds its secret. A destroyed
+subject's handle then refuses to seal (:class:`KeyStoreError`) or open (:class:`SealError`), in
+this process and in every other, and ``subject_keys`` gives ``None`` or, with ``create=True``, a
+fresh secret. Not announced, so not noticed by running processes: a subject file removed by
+hand instead of through ``destroy_subject``, and a subjects.lock replaced or removed while they
+run (restoring a key-store backup in place: restart them).
 """
 
 from __future__ import annotations
@@ -40,6 +56,7 @@ import json
 import os
 import secrets
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,7 +76,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from mainsdk_memory._errors import KeyStoreError, SealError
 from mainsdk_memory._files import create_private_once, make_private_dir, remove_durably
-from mainsdk_memory.keys._locks import SUBJECTS_LOCK, file_lock
+from mainsdk_memory.keys._locks import SUBJECTS_LOCK, announce_destroy, file_lock
 
 if TYPE_CHECKING:
     from mainsdk_memory.keys._rotation import RotationReport
@@ -77,6 +94,20 @@ _RECORD_VERSION = 2  # v1 (pre-release) bound tenant, app and subject instead of
 #: (device, inode, modification time in ns, size) of keystore.json as it was read: a rotation
 #: replaces the file, so a changed stamp tells a long-running process to read it again.
 Stamp = tuple[int, int, int, int]
+
+#: The size of subjects.lock (``None`` before it exists). It only grows, by one byte per
+#: destroyed subject, so a size once seen never comes back: a changed epoch means "a subject
+#: was destroyed somewhere since".
+Epoch = int | None
+
+_DESTROYED_SEAL = (
+    "This subject's key was destroyed (its person was erased) after the key was taken, so "
+    "nothing was sealed with it. Call again: a person who comes back gets a fresh key."
+)
+_DESTROYED_OPEN = (
+    "This memory's key does not exist: its person was erased (the key destroyed), or this "
+    "store does not belong to this key store. It cannot be opened."
+)
 
 
 def associated_data(*parts: str | int) -> bytes:
@@ -98,6 +129,11 @@ def _unb64(text: str) -> bytes:
 
 def _hkdf(secret: bytes, info: str) -> bytes:
     return HKDF(algorithm=SHA256(), length=32, salt=None, info=info.encode()).derive(secret)
+
+
+def _fingerprint(secret: bytes) -> bytes:
+    """A one-way tag of a subject secret: tells whether a file still holds the same secret."""
+    return hmac.new(secret, b"mainsdk-memory/v1/fingerprint", hashlib.sha256).digest()
 
 
 class _NoCopy:
@@ -124,7 +160,7 @@ class SubjectKeys(_NoCopy):
         13+n   16 bytes  GCM tag (authenticates the ciphertext and the associated data)
     """
 
-    __slots__ = ("_aead", "_index", "_pseudonym", "label")
+    __slots__ = ("_aead", "_guard", "_index", "_pseudonym", "label")
 
     def __init__(self, secret: bytes, label: str) -> None:
         if len(secret) != 32:
@@ -133,17 +169,27 @@ class SubjectKeys(_NoCopy):
         self._index = _hkdf(secret, "mainsdk-memory/v1/blind-index")
         self._pseudonym = _hkdf(secret, "mainsdk-memory/v1/pseudonym")
         self.label = label
+        self._guard: _Guard | None = None
+        """Set by the key store that read the secret: the handle works while its file holds it."""
 
     def __repr__(self) -> str:
         return f"<SubjectKeys {self.label} (secret hidden)>"
 
     def seal(self, plaintext: bytes, associated_data: bytes) -> bytes:
-        """Encrypt and authenticate ``plaintext`` bound to ``associated_data`` (required)."""
+        """Encrypt and authenticate ``plaintext`` bound to ``associated_data`` (required).
+
+        Raises :class:`KeyStoreError` if the subject was destroyed since this handle was taken.
+        """
+        if self._guard is not None and not self._guard.alive():
+            raise KeyStoreError(_DESTROYED_SEAL)
         nonce = os.urandom(_NONCE)
         return _ENVELOPE_VERSION + nonce + self._aead.encrypt(nonce, plaintext, associated_data)
 
     def open(self, envelope: bytes, associated_data: bytes) -> bytes:
-        """Decrypt an envelope from :meth:`seal`; raise the opaque :class:`SealError` on failure."""
+        """Decrypt an envelope from :meth:`seal`; raise the opaque :class:`SealError` on failure
+        (also once the subject was destroyed, whenever this handle was taken)."""
+        if self._guard is not None and not self._guard.alive():
+            raise SealError(_DESTROYED_OPEN)
         if len(envelope) < 1 + _NONCE + _TAG or envelope[:1] != _ENVELOPE_VERSION:
             raise SealError
         nonce = envelope[1 : 1 + _NONCE]
@@ -160,6 +206,44 @@ class SubjectKeys(_NoCopy):
         """Return a stable keyed pseudonym for ``name`` (used for person ids), 128 bits, hex."""
         mac = hmac.new(self._pseudonym, name.encode("utf-8"), hashlib.sha256).hexdigest()
         return "p_" + mac[:32]
+
+
+class _Guard:
+    """Ties a handle to its subject file: the handle works only while the file holds its secret.
+
+    ``alive`` costs one ``lseek`` while nothing was destroyed anywhere since the handle last
+    looked; after a destroy (in any process) it reads the subject file once.
+    """
+
+    __slots__ = ("_file", "_fingerprint", "_store", "destroyed", "epoch")
+
+    def __init__(self, store: KeyStore, file: Path, secret: bytes, epoch: Epoch) -> None:
+        self._store = store
+        self._file = file
+        self._fingerprint = _fingerprint(secret)
+        self.epoch = epoch
+        """The epoch at which the file last held the secret (read before the file was)."""
+        self.destroyed = False
+
+    def same_secret(self, other: _Guard) -> bool:
+        """Whether ``other`` guards a handle of the same secret."""
+        return hmac.compare_digest(self._fingerprint, other._fingerprint)
+
+    def alive(self) -> bool:
+        """Whether the subject file still holds the secret."""
+        if self.destroyed:
+            return False
+        now = self._store._epoch()
+        if now == self.epoch:
+            return True
+        # A subject was destroyed somewhere since this handle last looked: is it this one?
+        # The epoch was read before the file, so a destroy after this read moves it again.
+        secret = self._store._read_subject(self._file)
+        if secret is None or not hmac.compare_digest(_fingerprint(secret), self._fingerprint):
+            self.destroyed = True
+            return False
+        self.epoch = now
+        return True
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -410,7 +494,8 @@ class KeyStore(_NoCopy):
     Build it with :meth:`create` (once, ``memory keys init``) or :meth:`open`; both check that
     the store can seal, open and sign before returning, so a broken store fails at once.
     A long-running handle notices when another process rotates the store (keystore.json is
-    replaced) and reads it again before it wraps a new secret or signs a receipt.
+    replaced) and reads it again before it wraps a new secret or signs a receipt, and when
+    another process destroys a subject whose keys it holds (it stops using them).
     """
 
     def __init__(
@@ -419,6 +504,10 @@ class KeyStore(_NoCopy):
         self.path = path
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], SubjectKeys] = {}
+        self._files: dict[tuple[str, str, str], Path] = {}
+        self._epoch_fd: int | None = None
+        """A read-only descriptor of subjects.lock, opened once it exists: its size is the
+        destroy epoch (an ``lseek`` is far cheaper than a ``stat`` of the path)."""
         self._state = self._load(document, stamp)
 
     def __repr__(self) -> str:
@@ -514,11 +603,37 @@ class KeyStore(_NoCopy):
     # -- subjects -------------------------------------------------------------------------
 
     def _subject_file(self, tenant: str, app: str, subject: str) -> Path:
-        name = hmac.new(
-            self._state.name_key, associated_data("subject", tenant, app, subject),
-            hashlib.sha256,
-        ).hexdigest()[:40]
-        return self.path / SUBJECTS_DIR / f"{name}.json"
+        cache_key = (tenant, app, subject)
+        file = self._files.get(cache_key)
+        if file is None:  # the naming key never changes, so neither does a subject's file
+            name = hmac.new(
+                self._state.name_key, associated_data("subject", tenant, app, subject),
+                hashlib.sha256,
+            ).hexdigest()[:40]
+            file = self._files.setdefault(cache_key, self.path / SUBJECTS_DIR / f"{name}.json")
+        return file
+
+    def _epoch(self) -> Epoch:
+        """The size of subjects.lock now: it grows by one byte whenever a subject is destroyed."""
+        fd = self._epoch_fd
+        if fd is None:
+            try:
+                fd = os.open(self.path / SUBJECTS_LOCK, os.O_RDONLY)
+            except FileNotFoundError:
+                return None  # no subject was ever written or destroyed here
+            except OSError as exc:
+                raise KeyStoreError(
+                    f"The key store at {self.path} cannot be read (subjects.lock). Check its "
+                    "permissions."
+                ) from exc
+            with self._lock:
+                if self._epoch_fd is None:
+                    self._epoch_fd = fd
+                    weakref.finalize(self, os.close, fd)
+                else:  # another thread opened it first
+                    os.close(fd)
+                    fd = self._epoch_fd
+        return os.lseek(fd, 0, os.SEEK_END)
 
     def subject_keys(
         self, tenant: str, app: str, subject: str, *, create: bool
@@ -526,14 +641,25 @@ class KeyStore(_NoCopy):
         """Return the keys of ``subject`` in ``tenant``/``app``.
 
         With ``create=False`` a subject that has no key (never written, or destroyed) gives
-        ``None``; with ``create=True`` a new random secret is made and stored wrapped.
+        ``None``; with ``create=True`` a new random secret is made and stored wrapped. Keys
+        this handle read before are used only while the subject file still holds them: a
+        subject destroyed by any process since gives ``None`` (or a fresh secret), never the
+        destroyed keys (one ``lseek`` per call while nothing was destroyed; ADR 0039).
         """
         cache_key = (tenant, app, subject)
         with self._lock:
             cached = self._cache.get(cache_key)
         if cached is not None:
-            return cached
+            guard = cached._guard
+            if guard is None or guard.alive():
+                return cached
+            with self._lock:
+                if self._cache.get(cache_key) is cached:
+                    del self._cache[cache_key]
         file = self._subject_file(tenant, app, subject)
+        if not create and not os.access(file, os.F_OK):
+            return None  # the common miss (a pseudonym key nobody has), without raising
+        epoch = self._epoch()  # before the file is read: a destroy after this moves it again
         label = f"subject {file.stem[:8]}"
         secret = self._read_subject(file)
         if secret is None:
@@ -550,8 +676,13 @@ class KeyStore(_NoCopy):
                 if secret is None:
                     raise KeyStoreError(f"The key store at {self.path} lost a subject key.")
         keys = SubjectKeys(secret, label)
+        keys._guard = guard = _Guard(self, file, secret, epoch)
         with self._lock:
-            return self._cache.setdefault(cache_key, keys)
+            current = self._cache.get(cache_key)
+            if current is not None and current._guard and current._guard.same_secret(guard):
+                return current  # another thread read the same secret first
+            self._cache[cache_key] = keys
+        return keys
 
     def _read_subject(self, file: Path) -> bytes | None:
         """The secret in ``file``, or ``None`` if there is none; reads a rotated store again."""
@@ -581,13 +712,28 @@ class KeyStore(_NoCopy):
         )
 
     def destroy_subject(self, tenant: str, app: str, subject: str) -> bool:
-        """Destroy the subject's secret for good; return whether one existed."""
-        with self._lock:
-            self._cache.pop((tenant, app, subject), None)
+        """Destroy the subject's secret for good; return whether one existed.
+
+        Every handle of it stops working, in this process and in every other one that read it
+        (ADR 0039): the file is removed, then the destroy epoch moves. Run again after an
+        interruption, it announces the destroy again.
+        """
+        cache_key = (tenant, app, subject)
         with self._subjects_lock(exclusive=False):  # a rotation never writes it back
             existed = remove_durably(self._subject_file(tenant, app, subject))
+            try:
+                # After the removal: a handle that sees the epoch move reads no file.
+                announce_destroy(self.path / SUBJECTS_LOCK)
+            except OSError as exc:
+                raise KeyStoreError(
+                    f"A subject key in {self.path} was destroyed, but other open handles could "
+                    "not be told (subjects.lock cannot be written). Free disk space or fix its "
+                    "permissions, then run the erase again."
+                ) from exc
         with self._lock:
-            self._cache.pop((tenant, app, subject), None)
+            cached = self._cache.pop(cache_key, None)
+        if cached is not None and cached._guard is not None:
+            cached._guard.destroyed = True
         return existed
 
     # -- rotation -------------------------------------------------------------------------

@@ -65,10 +65,9 @@ class Caller:
         return self.tenant
 
     def pseudonym(self) -> str:
-        """The keyed pseudonym the driver stores for the person."""
-        keys = self.services.subject_keys(self.tenant, TENANT_SUBJECT, create=True)
-        assert keys is not None  # noqa: S101 - create=True always returns keys
-        return keys.pseudonym(self.person)
+        """The keyed pseudonym the driver stores for the person: a fresh one after each erase,
+        so a person who comes back is not linked to rows of before (ADR 0039)."""
+        return self.services.pseudonym_keys(self.tenant, self.person).pseudonym(self.person)
 
     def subject_of(self, row: StoredRow) -> str:
         """The subject of ``row`` as the core names it: the person's id, or the tenant."""

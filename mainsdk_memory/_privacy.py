@@ -69,34 +69,48 @@ class Privacy:
         session), their pending forget requests and their guardian policy are removed through
         the driver, which confirms each erase; then the person's secret (sealing and index
         keys) is destroyed in the key store, so any copy of the store — a backup included —
-        can no longer be opened or searched for them. Safe to run again: an interrupted erase
-        finishes, and an erase with nothing left returns a receipt that says so.
+        can no longer be opened or searched for them, by this process or any other that had
+        read the key (ADR 0039). The person gets a fresh pseudonym: if they come back, their
+        new memories cannot be linked to the rows of an old backup. Safe to run again: an
+        interrupted erase finishes, and an erase with nothing left returns a receipt that
+        says so.
         """
         tenant_id, person = self._person(person_id)
         services = self._services
         with services.audit.call(tenant_id, "erase", actor="app", person=person.person) as note:
-            pseudonym = person.pseudonym()
+            tenant_keys = services.subject_keys(tenant_id, TENANT_SUBJECT, create=True)
+            assert tenant_keys is not None  # noqa: S101 - create=True always returns keys
+            # Their pseudonym now, and the tenant-key one of their life before a first erase
+            # (the same until then): rows of a restored backup of that life are swept too.
+            pseudonyms = tuple(
+                dict.fromkeys((person.pseudonym(), tenant_keys.pseudonym(person.person)))
+            )
             memory_ids: list[str] = []
             version_ids: list[str] = []
             modes = {"hard"}
-            while True:
-                batch = list(self._rows_of(tenant_id, pseudonym))
-                if not batch:
-                    break
-                for row in batch:
-                    result = services.store.erase(
-                        tenant_id, services.app, pseudonym, row.memory_id
-                    )
-                    memory_ids.append(row.memory_id)
-                    version_ids += [f"{row.memory_id}.v{v}" for v in result.versions]
-                    modes.add(result.mode)
-            if services.vectors is not None:
-                services.vectors.drop_subject(tenant_id, services.app, pseudonym)
-            for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
-                services.control.put(tenant_id, key, None)
-            services.control.put(tenant_id, guardian_key(pseudonym), None)
-            subject_name = f"person:{person.person}"
-            destroyed = services.keys.destroy_subject(tenant_id, services.app, subject_name)
+
+            def erase_rows() -> None:
+                for pseudonym in pseudonyms:
+                    while batch := list(self._rows_of(tenant_id, pseudonym)):
+                        for row in batch:
+                            result = services.store.erase(
+                                tenant_id, services.app, pseudonym, row.memory_id
+                            )
+                            memory_ids.append(row.memory_id)
+                            version_ids.extend(f"{row.memory_id}.v{v}" for v in result.versions)
+                            modes.add(result.mode)
+
+            erase_rows()
+            for pseudonym in pseudonyms:
+                if services.vectors is not None:
+                    services.vectors.drop_subject(tenant_id, services.app, pseudonym)
+                for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
+                    services.control.put(tenant_id, key, None)
+                services.control.put(tenant_id, guardian_key(pseudonym), None)
+            # From here no handle, in any process, seals or opens with the destroyed secret,
+            # and the person is named by a fresh pseudonym.
+            destroyed = services.destroy_person_keys(tenant_id, person.person)
+            erase_rows()  # a write in flight elsewhere may have landed before its key went
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
             return services.issue_receipt(

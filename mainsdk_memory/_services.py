@@ -72,6 +72,31 @@ class Services:
         name = subject if subject == TENANT_SUBJECT else f"person:{subject}"
         return self.keys.subject_keys(tenant_id, self.app, name, create=create)
 
+    def pseudonym_keys(self, tenant_id: str, person: str) -> SubjectKeys:
+        """The key that names a person to the driver; never creates one (ADR 0039).
+
+        A person who was erased has a pseudonym key of their own, replaced by each erase, so
+        the rows of one life cannot be linked to those of the next; until a first erase the
+        tenant's key names them, as it always did, so stores written before keep their names.
+        """
+        own = self.keys.subject_keys(tenant_id, self.app, f"pseudonym:{person}", create=False)
+        if own is not None:
+            return own
+        keys = self.subject_keys(tenant_id, TENANT_SUBJECT, create=True)
+        assert keys is not None  # noqa: S101 - create=True always returns keys
+        return keys
+
+    def destroy_person_keys(self, tenant_id: str, person: str) -> bool:
+        """Destroy a person's secret and replace their pseudonym key (ADR 0039).
+
+        Every open handle of the secret, in any process, stops sealing and opening; the person
+        is named by a fresh pseudonym from now on. Returns whether a secret existed.
+        """
+        destroyed = self.keys.destroy_subject(tenant_id, self.app, f"person:{person}")
+        self.keys.destroy_subject(tenant_id, self.app, f"pseudonym:{person}")
+        self.keys.subject_keys(tenant_id, self.app, f"pseudonym:{person}", create=True)
+        return destroyed
+
     def issue_receipt(self, tenant_id: str, claims: dict[str, Any]) -> _receipts.Receipt:
         """Sign ``claims`` (ids only) and append the receipt to the tenant's receipts log."""
         receipt = _receipts.issue(claims, self.keys.signing_key, now=self.now())
