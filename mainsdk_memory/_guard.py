@@ -131,6 +131,14 @@ class GuardedStore:
             if entry.subject in where.subjects
         ]
 
+    def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
+        """The ids of the subject's memories the driver cannot decode (a driver that says
+        nothing of damage: none), for an erase that must leave nothing (ADR 0046)."""
+        find = getattr(self.driver, "damaged", None)
+        if find is None:
+            return []
+        return [memory_id for memory_id in find(tenant, app, subject) if isinstance(memory_id, str)]
+
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
     ) -> builtins.list[tuple[str, str]]:

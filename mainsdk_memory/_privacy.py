@@ -99,6 +99,14 @@ class Privacy:
                             memory_ids.append(row.memory_id)
                             version_ids.extend(f"{row.memory_id}.v{v}" for v in result.versions)
                             modes.add(result.mode)
+                    # Memories the driver cannot decode are never listed: erased by id.
+                    for memory_id in services.store.damaged(tenant_id, services.app, pseudonym):
+                        result = services.store.erase(
+                            tenant_id, services.app, pseudonym, memory_id
+                        )
+                        memory_ids.append(memory_id)
+                        version_ids.extend(f"{memory_id}.v{v}" for v in result.versions)
+                        modes.add(result.mode)
 
             erase_rows()
             for pseudonym in pseudonyms:

@@ -33,6 +33,7 @@ from mainsdk_memory._errors import (
     MemoryNotFound,
     RequestNotFound,
     ScopeError,
+    StoreError,
 )
 from mainsdk_memory._recall import RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
@@ -349,21 +350,26 @@ class _Handle:
         return self._set_pinned("unpin", memory_id, False)
 
     def _erase(self, current: StoredRow, *, request: ForgetRequest | None) -> _receipts.Receipt:
+        return self._erase_memory(current.subject, current.memory_id, request=request)
+
+    def _erase_memory(
+        self, subject: str, memory_id: str, *, request: ForgetRequest | None
+    ) -> _receipts.Receipt:
         caller, services = self._caller, self._services
         tenant_id = caller.tenant
-        result = services.erase_memory(tenant_id, current.subject, current.memory_id)
+        result = services.erase_memory(tenant_id, subject, memory_id)
         # Pending requests about the erased memory go too: no id of it stays behind.
         for key, document in services.control.list(tenant_id, "forget/"):
-            if document.get("memory_id") == current.memory_id:
+            if document.get("memory_id") == memory_id:
                 services.control.put(tenant_id, key, None)
         claims: dict[str, Any] = {
             "op": "forget",
             "tenant": tenant_id,
             "app": caller.app,
-            "about": caller.subject_of(current),
+            "about": TENANT_SUBJECT if subject == TENANT_SUBJECT else caller.person,
             "agent": caller.agent if request is None else request.agent,
-            "memory_id": current.memory_id,
-            "version_ids": [f"{current.memory_id}.v{v}" for v in result.versions],
+            "memory_id": memory_id,
+            "version_ids": [f"{memory_id}.v{v}" for v in result.versions],
             "driver": services.driver.name,
             "erase": result.mode,
         }
@@ -540,7 +546,16 @@ class PersonMemory(_Handle):
     def forget(self, memory_id: str) -> _receipts.Receipt:
         """Hard-delete every version of the memory at once and return a signed receipt."""
         with self._begin("forget", [memory_id]):
-            _, current = self._current_row(memory_id)
+            try:
+                _, current = self._current_row(memory_id)
+            except StoreError:
+                # A memory of theirs the store cannot decode is still theirs to forget.
+                pseudonym = self._caller.pseudonym()
+                damaged = self._services.store.damaged(self._caller.tenant, self._caller.app,
+                                                       pseudonym)
+                if memory_id not in damaged:
+                    raise
+                return self._erase_memory(pseudonym, memory_id, request=None)
             return self._erase(current, request=None)
 
     def pending(self) -> builtins.list[ForgetRequest]:

@@ -8,11 +8,10 @@ process sees the same. PostgreSQL types its columns, so a timestamp there cannot
 its damaged timestamp is ``infinity``, which ``timestamptz`` holds and Python's datetime
 cannot (SQLite, which keeps any value in any column, gets text).
 
-A person's ``forget`` of the damaged memory raises that same ``StoreError`` (the core reads
-the memory before it erases it); the driver's ``erase`` removes it, and ``damaged()`` names
-it. A person erase (``privacy.erase``) lists the memories it erases, and a damaged one is
-not listed: until the core erases ``damaged()`` too, the damaged memory's sealed bytes stay
-behind, unopenable once the person's key is destroyed (the xfail test below).
+An agent's forget request of the damaged memory raises that same ``StoreError`` (asking reads
+the memory); the person's own ``forget`` erases it by id (the driver's ``damaged()`` names it),
+and a person erase (``privacy.erase``) erases the damaged memories ``damaged()`` names beside
+those it lists, so nothing of it stays; a vector recall leaves a damaged hit out.
 """
 
 from __future__ import annotations
@@ -199,30 +198,31 @@ def test_a_damaged_memory_leaves_the_others_readable(
         _check_only_it_is_damaged(fresh, fresh_sink, kept, broken)  # one that reads afresh
 
 
-def test_the_person_cannot_forget_a_damaged_memory_but_the_driver_erases_it(
+def test_the_person_forgets_a_damaged_memory_and_nothing_of_it_stays(
     three: tuple[Memory, list[MemoryRecord]], store_url: str, sink: MemorySink
 ) -> None:
     memory, (first, broken, last) = three
     _damage(memory, store_url, broken.id)
-    # The core reads a memory before it forgets it: the person gets the typed error, audited.
+    ada = memory.acting_for("ada", agent="bot")
+    # An agent only asks, and asking reads the memory: the typed error, audited.
     with pytest.raises(StoreError) as raised:
-        memory.person("ada").forget(broken.id)
+        ada.forget(broken.id)
     _assert_names_only(raised.value, broken.id)
     event = sink.events[-1]
     assert (event.operation, event.outcome, event.code, event.memory_ids) == (
-        "forget",
+        "forget-request",
         "error",
         StoreError.code,
         (broken.id,),
     )
-    # The driver names it and erases it like any other memory, leaving no byte of it.
+    # The person forgets it at once, by id: a receipt, and no byte of it left.
+    receipt = memory.person("ada").forget(broken.id)
+    assert receipt.claims["memory_id"] == broken.id and receipt.claims["about"] == "ada"
+    assert (sink.events[-1].operation, sink.events[-1].outcome) == ("forget", "ok")
     subject = _pseudonym(memory, "ada")
     driver: Any = memory.driver
-    assert driver.damaged("acme", "app", subject) == [broken.id]
-    assert driver.erase("acme", "app", subject, broken.id).memory_id == broken.id
     assert driver.damaged("acme", "app", subject) == []
     assert broken.id.encode() not in _dump(memory)
-    ada = memory.acting_for("ada", agent="bot")
     with pytest.raises(MemoryNotFound):
         ada.get(broken.id)
     assert {record.id for record in ada.list().items} == {first.id, last.id}
@@ -230,33 +230,24 @@ def test_the_person_cannot_forget_a_damaged_memory_but_the_driver_erases_it(
     assert [record.id for record in ada.list().items] == [last.id]
 
 
-def test_a_person_erase_goes_through_and_the_damaged_memory_can_be_erased_by_id(
+def test_a_person_erase_goes_through_the_others(
     three: tuple[Memory, list[MemoryRecord]], store_url: str
 ) -> None:
     memory, (first, broken, last) = three
     _damage(memory, store_url, broken.id)
-    subject = _pseudonym(memory, "ada")  # the person's pseudonym before the erase
     receipt = memory.privacy.erase("ada")
     assert {first.id, last.id} <= set(receipt.claims["memory_ids"])
     assert first.id.encode() not in _dump(memory) and last.id.encode() not in _dump(memory)
-    driver: Any = memory.driver
-    for memory_id in driver.damaged("acme", "app", subject):  # what the core follow-up does
-        driver.erase("acme", "app", subject, memory_id)
-    assert broken.id.encode() not in _dump(memory)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core follow-up: Privacy.erase erases the memories it lists, and a damaged memory "
-    "is not listed; it must also erase driver.damaged(tenant, app, pseudonym)",
-)
 def test_a_person_erase_leaves_nothing_of_a_damaged_memory(
     three: tuple[Memory, list[MemoryRecord]], store_url: str
 ) -> None:
     memory, (_first, broken, _last) = three
     _damage(memory, store_url, broken.id)
-    memory.privacy.erase("ada")
+    receipt = memory.privacy.erase("ada")
     assert broken.id.encode() not in _dump(memory)
+    assert broken.id in receipt.claims["memory_ids"]  # the receipt says so
 
 
 def test_a_retention_sweep_erases_the_others_and_leaves_the_damaged_one(
@@ -285,17 +276,10 @@ def test_a_retention_sweep_erases_the_others_and_leaves_the_damaged_one(
 
 
 def test_a_vector_recall_leaves_a_damaged_memory_out(
-    store_url: str, keys_path: Path, request: pytest.FixtureRequest
+    store_url: str, keys_path: Path
 ) -> None:
-    if not _is_local(store_url):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="the db driver's vectors() reads no row, so it returns a damaged row's "
-                "embedding; core follow-up: recall reads a vector-only hit with versions(), "
-                "and should leave out one that is damaged as it leaves out one erased meanwhile",
-            )
-        )
+    """The db driver's vectors() reads no row, so it returns a damaged row's embedding; the
+    core leaves the hit out when its row cannot be decoded, as one erased meanwhile."""
     with (
         Memory.open(store_url, keys=keys_path, app="app", embedder=HashingEmbedder()) as memory,
         tenant.use("acme"),
