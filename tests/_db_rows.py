@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from mainsdk_memory.drivers import Driver, StoredRow
+from mainsdk_memory.drivers import Driver, Filter, StoredRow, VectorEntry
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 TRUSTS = ("confirmed", "inferred", "untrusted")
@@ -214,3 +214,14 @@ def recorded_statements(driver: Any) -> Iterator[list[str]]:
         yield seen
     finally:
         event.remove(driver.engine, "before_cursor_execute", record)
+
+
+def expected_vectors(
+    rows: list[StoredRow], vectors: Mapping[tuple[str, int], bytes], where: Filter
+) -> list[VectorEntry]:
+    """The entries ``vectors(where)`` must return for ``rows`` with these sealed vectors."""
+    return sorted(
+        VectorEntry(r.subject, r.memory_id, r.version, vectors[(r.memory_id, r.version)])
+        for r in rows
+        if where.matches(r) and (r.memory_id, r.version) in vectors
+    )

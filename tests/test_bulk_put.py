@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _db_rows import instant, make_row, memory_id, random_rows
+from _db_rows import expected_vectors, instant, make_row, memory_id, random_rows
 
 from mainsdk_memory import MemoryConflictError
-from mainsdk_memory.drivers import Filter, StoredRow, VectorEntry, bm25_rank, open_driver
+from mainsdk_memory.drivers import Filter, bm25_rank, open_driver
 
 
 @pytest.fixture
@@ -21,16 +21,6 @@ def driver(store_url: str) -> Iterator[Any]:
     assert hasattr(opened, "bulk_put")
     yield opened
     opened.close()
-
-
-def _expected(
-    rows: list[StoredRow], vectors: dict[tuple[str, int], bytes], where: Filter
-) -> list[VectorEntry]:
-    return sorted(
-        VectorEntry(r.subject, r.memory_id, r.version, vectors[(r.memory_id, r.version)])
-        for r in rows
-        if where.matches(r) and (r.memory_id, r.version) in vectors
-    )
 
 
 def test_bulk_put_stores_rows_postings_and_embeddings_as_put_does(driver: Any) -> None:
@@ -50,7 +40,7 @@ def test_bulk_put_stores_rows_postings_and_embeddings_as_put_does(driver: Any) -
         assert driver.list(where, limit=100) == sorted(
             matching, key=lambda r: (r.created_at, r.memory_id), reverse=True
         )
-        assert driver.vectors(where) == _expected(rows, vectors, where)
+        assert driver.vectors(where) == expected_vectors(rows, vectors, where)
         query = [{"t_1"}, {"t_2", "t_3"}]
         got = driver.search(where, query, top_k=5)
         want = bm25_rank(matching, query, 5)

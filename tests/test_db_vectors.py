@@ -9,10 +9,18 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from _db_rows import T0, instant, make_row, memory_id, random_rows, recorded_statements
+from _db_rows import (
+    T0,
+    expected_vectors,
+    instant,
+    make_row,
+    memory_id,
+    random_rows,
+    recorded_statements,
+)
 
 from mainsdk_memory import MemoryConflictError
-from mainsdk_memory.drivers import Filter, StoredRow, VectorDriver, VectorEntry
+from mainsdk_memory.drivers import Filter, VectorDriver, VectorEntry
 from mainsdk_memory.drivers.db._driver import DbDriver
 
 pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
@@ -22,16 +30,6 @@ pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indi
 def driver(store_url: str) -> Iterator[DbDriver]:
     with DbDriver(store_url) as opened:
         yield opened
-
-
-def _expected(
-    rows: list[StoredRow], vectors: dict[tuple[str, int], bytes], where: Filter
-) -> list[VectorEntry]:
-    return sorted(
-        VectorEntry(r.subject, r.memory_id, r.version, vectors[(r.memory_id, r.version)])
-        for r in rows
-        if where.matches(r) and (r.memory_id, r.version) in vectors
-    )
 
 
 def test_the_driver_declares_vectors_and_implements_them(driver: DbDriver) -> None:
@@ -59,7 +57,7 @@ def test_vectors_are_exactly_those_of_the_rows_the_filter_matches(driver: DbDriv
             any_session=rng.random() < 0.2,
             retention=rng.choice([(), (("health", instant(rng)),), (("personal", T0),)]),
         )
-        want = _expected(rows, vectors, where)
+        want = expected_vectors(rows, vectors, where)
         assert driver.vectors(where) == want
         # The caller's known pairs come back without bytes; the others with theirs.
         known = {(e.memory_id, e.version) for e in want if rng.random() < 0.5}
