@@ -26,6 +26,7 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
     │   └── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
     ├── StoreError                    the storage failed underneath (I/O, database)
+    │   └── DamagedMemoryError        one memory's stored form cannot be decoded
     └── AuditError                    the call ran, but its audit event was not recorded
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "BundleError",
     "ConfigurationError",
     "ConsentRequiredError",
+    "DamagedMemoryError",
     "ErasePolicyError",
     "InvalidInputError",
     "KeyStoreError",
@@ -300,3 +302,21 @@ class AuditError(MemorySDKError):
                 "to record its event. Repair the audit sink."
             )
         super().__init__(told)
+
+
+class DamagedMemoryError(StoreError):
+    """One memory's stored form cannot be decoded; the other memories are not affected.
+
+    ``memory_id`` names it (ids only). Restore it from a backup of the store, or forget it:
+    the person's own ``forget`` and a person erase remove a damaged memory.
+    """
+
+    code = "MAIN-MEM-E081"
+    default_message = (
+        "A memory is damaged in the store and cannot be read; the others are not affected. "
+        "Restore it from a backup, or forget it."
+    )
+
+    def __init__(self, memory_id: str, message: str | None = None) -> None:
+        self.memory_id = memory_id
+        super().__init__(message)

@@ -16,7 +16,7 @@ from mainsdk_memory import _fusion
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import InvalidInputError, MemoryCapabilityError, StoreError
+from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError, MemoryCapabilityError
 from mainsdk_memory._records import Hit
 from mainsdk_memory._sealing import open_record, open_vector
 from mainsdk_memory._text import index_terms
@@ -116,8 +116,8 @@ def recall(
                 subject, _, version = versions[memory_id]
                 try:
                     stored = store.versions(caller.tenant, caller.app, (subject,), memory_id)
-                except StoreError:
-                    if memory_id not in store.damaged(caller.tenant, caller.app, subject):
+                except DamagedMemoryError as damaged:
+                    if damaged.memory_id != memory_id:
                         raise
                     continue  # its row cannot be decoded: left out (ADR 0046), the rest stand
                 match = [row for row in stored if row.version == version and where.matches(row)]

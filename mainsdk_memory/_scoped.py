@@ -28,12 +28,12 @@ from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import PERSON_AGENT, Caller, requests_prefix
 from mainsdk_memory._errors import (
     ConsentRequiredError,
+    DamagedMemoryError,
     InvalidInputError,
     MemoryCapabilityError,
     MemoryNotFound,
     RequestNotFound,
     ScopeError,
-    StoreError,
 )
 from mainsdk_memory._recall import RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
@@ -300,15 +300,24 @@ class _Handle:
                 raise InvalidInputError(
                     "valid_from of a revision cannot be before the current version's valid_from."
                 )
+            trust = revised_trust(
+                caller, source, current.trust, shared=current.subject == TENANT_SUBJECT
+            )
+            if trust is Trust.UNTRUSTED and current.trust != Trust.UNTRUSTED.value:
+                # The version would be quarantined in the session of the memory's writer, not
+                # the reviser's, and hide the text everyone sees: text from a tool, MCP
+                # server, web page or import never replaces a memory others rely on.
+                raise ScopeError(
+                    "Text from a tool, MCP server, web page or import cannot replace a memory "
+                    "that is not quarantined; nothing was changed. Remember it as a new memory "
+                    "(quarantined in this session) instead."
+                )
             child = validate.CHILD_LABEL in checked_labels
             check_injection(services, text, child=child)
             check_write(caller, new_personal_memory=False)
             now = services.now()
             if start is None:
                 start = max(now, current.valid_from)  # a future-dated version closes later
-            trust = revised_trust(
-                caller, source, current.trust, shared=current.subject == TENANT_SUBJECT
-            )
             fields, data_type = self._data_fields(data)
             contents = Contents(
                 text=text,
@@ -548,7 +557,7 @@ class PersonMemory(_Handle):
         with self._begin("forget", [memory_id]):
             try:
                 _, current = self._current_row(memory_id)
-            except StoreError:
+            except DamagedMemoryError:
                 # A memory of theirs the store cannot decode is still theirs to forget.
                 pseudonym = self._caller.pseudonym()
                 damaged = self._services.store.damaged(self._caller.tenant, self._caller.app,

@@ -34,7 +34,14 @@ from _db_rows import memory_id as nth_id
 from _postgres import TestPostgres
 from sqlalchemy import text
 
-from mainsdk_memory import Memory, MemoryNotFound, MemoryRecord, StoreError, tenant
+from mainsdk_memory import (
+    DamagedMemoryError,
+    Memory,
+    MemoryNotFound,
+    MemoryRecord,
+    StoreError,
+    tenant,
+)
 from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.drivers import Filter, StoredRow, bm25_rank
@@ -122,6 +129,7 @@ def _dump(memory: Memory) -> bytes:
 
 
 def _assert_names_only(error: StoreError, memory_id: str) -> None:
+    assert isinstance(error, DamagedMemoryError) and error.memory_id == memory_id  # typed
     message = str(error)
     assert memory_id in message
     rest = message.replace(memory_id, "").lower()  # (an id could spell a word by chance)
@@ -167,7 +175,7 @@ def _check_only_it_is_damaged(
     assert (event.operation, event.outcome, event.code, event.memory_ids) == (
         "get",
         "error",
-        StoreError.code,
+        DamagedMemoryError.code,
         (broken.id,),
     )
     with pytest.raises(StoreError, match=broken.id):
@@ -212,7 +220,7 @@ def test_the_person_forgets_a_damaged_memory_and_nothing_of_it_stays(
     assert (event.operation, event.outcome, event.code, event.memory_ids) == (
         "forget-request",
         "error",
-        StoreError.code,
+        DamagedMemoryError.code,
         (broken.id,),
     )
     # The person forgets it at once, by id: a receipt, and no byte of it left.
@@ -543,3 +551,48 @@ def test_search_and_list_fill_up_with_healthy_rows_around_many_damaged_ones(
                 driver.versions("acme", "app", ["p_ada"], memory_id)
         unchanged = dataclasses.replace(rows[0])
         assert driver.versions("acme", "app", ["p_ada"], unchanged.memory_id) == [unchanged]
+
+
+def _damage_postings(driver: DbDriver, memory_id: str) -> None:
+    """Set the term counts of the memory's index entries to text (SQLite keeps anything)."""
+    with driver.engine.begin() as connection:
+        changed = connection.execute(
+            text(
+                "UPDATE memory_postings SET tf = 'x' WHERE doc IN "
+                "(SELECT doc FROM memory_versions WHERE memory_id = :id)"
+            ),
+            {"id": memory_id},
+        )
+        assert changed.rowcount >= 1
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_damaged_index_entries_are_named_and_the_person_erase_removes_them(
+    three: tuple[Memory, list[MemoryRecord]],
+) -> None:
+    memory, (first, broken, last) = three
+    _damage_postings(_db(memory), broken.id)
+    subject = _pseudonym(memory, "ada")
+    driver: Any = memory.driver
+    assert driver.damaged("acme", "app", subject) == [broken.id]
+    receipt = memory.privacy.erase("ada")
+    assert set(receipt.claims["memory_ids"]) == {first.id, broken.id, last.id}
+    assert broken.id.encode() not in _dump(memory)
+
+
+@pytest.mark.parametrize("store_url", ["local"], indirect=True)
+def test_a_stored_time_without_its_offset_is_damage(
+    three: tuple[Memory, list[MemoryRecord]], store_url: str
+) -> None:
+    memory, (first, broken, last) = three
+    path = _memory_file(store_url, broken.id)
+    document = json.loads(path.read_bytes())
+    for version in document["versions"]:
+        version["created_at"] = version["created_at"][:19]  # the offset cut off
+    _replace_file(path, json.dumps(document).encode())
+    ada = memory.acting_for("ada", agent="bot")
+    assert {record.id for record in ada.list().items} == {first.id, last.id}
+    with pytest.raises(DamagedMemoryError):
+        ada.get(broken.id)
+    receipt = memory.privacy.erase("ada")  # the person can still be erased, wholly
+    assert set(receipt.claims["memory_ids"]) == {first.id, broken.id, last.id}

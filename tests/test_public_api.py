@@ -11,7 +11,7 @@ from mainsdk_memory import MemorySDKError
 def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
         "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
-        "ConfigurationError", "ConsentRequiredError",
+        "ConfigurationError", "ConsentRequiredError", "DamagedMemoryError",
         "ErasePolicyError", "ForgetRequest", "Hit", "InvalidInputError", "KeyStoreError", "Kind",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, Executable, Row
 from sqlalchemy.exc import DataError
 
-from mainsdk_memory._errors import StoreError
+from mainsdk_memory._errors import DamagedMemoryError
 
 __all__ = ["DECODE_ERRORS", "DamagedRow", "damaged_error", "fetch_each"]
 
@@ -46,9 +46,10 @@ class DamagedRow(Exception):
         self.doc = doc
 
 
-def damaged_error(memory_id: str) -> StoreError:
+def damaged_error(memory_id: str) -> DamagedMemoryError:
     """The error a read of a damaged memory raises: its id and what to do, no cell value."""
-    return StoreError(
+    return DamagedMemoryError(
+        memory_id,
         f"Memory {memory_id} is damaged in the database: a stored version of it cannot be "
         "decoded, so it cannot be read; the other memories are not affected. Restore its "
         "rows from a backup of the database, or erase the memory."

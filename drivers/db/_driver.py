@@ -401,12 +401,8 @@ class DbDriver(BaseDriver):
         found, broken = fetch_each(
             connection, _rows_statement(self.dialect), {"tenant": tenant}, builtins.list(ids)
         )
-        for row in found:
-            try:
-                _stored_row(row, {})
-            except DamagedRow:
-                broken.add(row.doc)
-        return {ids[doc] for doc in broken}
+        _, undecoded = self._full_rows(connection, tenant, found)  # postings included
+        return {ids[doc] for doc in broken | undecoded if doc in ids}
 
     # -- the protocol -------------------------------------------------------------------
 
