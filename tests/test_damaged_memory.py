@@ -578,21 +578,3 @@ def test_damaged_index_entries_are_named_and_the_person_erase_removes_them(
     receipt = memory.privacy.erase("ada")
     assert set(receipt.claims["memory_ids"]) == {first.id, broken.id, last.id}
     assert broken.id.encode() not in _dump(memory)
-
-
-@pytest.mark.parametrize("store_url", ["local"], indirect=True)
-def test_a_stored_time_without_its_offset_is_damage(
-    three: tuple[Memory, list[MemoryRecord]], store_url: str
-) -> None:
-    memory, (first, broken, last) = three
-    path = _memory_file(store_url, broken.id)
-    document = json.loads(path.read_bytes())
-    for version in document["versions"]:
-        version["created_at"] = version["created_at"][:19]  # the offset cut off
-    _replace_file(path, json.dumps(document).encode())
-    ada = memory.acting_for("ada", agent="bot")
-    assert {record.id for record in ada.list().items} == {first.id, last.id}
-    with pytest.raises(DamagedMemoryError):
-        ada.get(broken.id)
-    receipt = memory.privacy.erase("ada")  # the person can still be erased, wholly
-    assert set(receipt.claims["memory_ids"]) == {first.id, broken.id, last.id}

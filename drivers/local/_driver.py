@@ -133,14 +133,6 @@ def _text(data: dict[str, Any], key: str) -> str:
     return value
 
 
-def _aware(value: Any) -> datetime:
-    """A stored time, which is always timezone-aware; a naive one is damage (``ValueError``)."""
-    when = datetime.fromisoformat(value)
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError("a stored time without its offset")
-    return when
-
-
 def _row_from_json(data: dict[str, Any], memory_id: str) -> StoredRow:
     """One version of the file of ``memory_id``; ``TypeError``, ``ValueError``,
     ``KeyError`` or ``AttributeError`` if it is damaged.
@@ -176,10 +168,10 @@ def _row_from_json(data: dict[str, Any], memory_id: str) -> StoredRow:
         session=session,
         session_only=bool(data["session_only"]),
         pinned=bool(data["pinned"]),
-        created_at=_aware(data["created_at"]),
-        recorded_at=_aware(data["recorded_at"]),
-        valid_from=_aware(data["valid_from"]),
-        valid_to=None if valid_to is None else _aware(valid_to),
+        created_at=datetime.fromisoformat(data["created_at"]),
+        recorded_at=datetime.fromisoformat(data["recorded_at"]),
+        valid_from=datetime.fromisoformat(data["valid_from"]),
+        valid_to=None if valid_to is None else datetime.fromisoformat(valid_to),
         sealed=base64.b64decode(data["sealed"], validate=True),
         terms=terms,
         length=length,
