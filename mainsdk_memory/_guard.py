@@ -11,8 +11,9 @@ every read; rows that fail are dropped silently, as if the driver had not return
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Container, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from mainsdk_memory.drivers import (
     Capabilities,
@@ -27,18 +28,22 @@ from mainsdk_memory.drivers import (
 __all__ = ["GuardedStore"]
 
 
+_Item = TypeVar("_Item")
+
+
 def _newest_first(row: StoredRow) -> tuple[datetime, str]:
     return (row.created_at, row.memory_id)
 
 
-def _unique(rows: builtins.list[StoredRow]) -> builtins.list[StoredRow]:
-    """``rows`` with each memory once (the first row of it returned)."""
+def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> builtins.list[_Item]:
+    """``items`` with each memory once (the first item of it returned)."""
     seen: set[str] = set()
     kept = []
-    for row in rows:
-        if row.memory_id not in seen:
-            seen.add(row.memory_id)
-            kept.append(row)
+    for item in items:
+        memory_id = row_of(item).memory_id
+        if memory_id not in seen:
+            seen.add(memory_id)
+            kept.append(item)
     return kept
 
 
@@ -101,7 +106,7 @@ class GuardedStore:
     ) -> builtins.list[StoredRow]:
         """Rows matching ``where``, newest first, after the cursor, at most ``limit``."""
         found = self.driver.list(where, limit=limit, after=after)
-        rows = _unique([row for row in found if where.matches(row)])
+        rows = _unique((row for row in found if where.matches(row)), lambda row: row)
         if after is not None:
             rows = [row for row in rows if _newest_first(row) < after]
         rows.sort(key=_newest_first, reverse=True)
@@ -112,13 +117,8 @@ class GuardedStore:
     ) -> builtins.list[tuple[StoredRow, float]]:
         """The driver's BM25 ranking, without any row ``where`` does not match."""
         found = self.driver.search(where, query, top_k=top_k)
-        seen: set[str] = set()
-        kept = []
-        for row, score in found:
-            if where.matches(row) and row.memory_id not in seen:
-                seen.add(row.memory_id)
-                kept.append((row, score))
-        return kept[:top_k]
+        matching = (hit for hit in found if where.matches(hit[0]))
+        return _unique(matching, lambda hit: hit[0])[:top_k]
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()

@@ -136,6 +136,16 @@ def _assert_names_only(error: StoreError, memory_id: str) -> None:
     assert not any(word in rest for word in CONTENT_WORDS), message
 
 
+def _assert_audited_as_damaged(sink: MemorySink, operation: str, memory_id: str) -> None:
+    event = sink.events[-1]
+    assert (event.operation, event.outcome, event.code, event.memory_ids) == (
+        operation,
+        "error",
+        DamagedMemoryError.code,
+        (memory_id,),
+    )
+
+
 @pytest.fixture
 def sink() -> MemorySink:
     """The audit events of the test's Memory."""
@@ -171,13 +181,7 @@ def _check_only_it_is_damaged(
     with pytest.raises(StoreError) as raised:
         ada.get(broken.id)
     _assert_names_only(raised.value, broken.id)
-    event = sink.events[-1]
-    assert (event.operation, event.outcome, event.code, event.memory_ids) == (
-        "get",
-        "error",
-        DamagedMemoryError.code,
-        (broken.id,),
-    )
+    _assert_audited_as_damaged(sink, "get", broken.id)
     with pytest.raises(StoreError, match=broken.id):
         ada.history(broken.id)
     with pytest.raises(StoreError, match=broken.id):
@@ -216,13 +220,7 @@ def test_the_person_forgets_a_damaged_memory_and_nothing_of_it_stays(
     with pytest.raises(StoreError) as raised:
         ada.forget(broken.id)
     _assert_names_only(raised.value, broken.id)
-    event = sink.events[-1]
-    assert (event.operation, event.outcome, event.code, event.memory_ids) == (
-        "forget-request",
-        "error",
-        DamagedMemoryError.code,
-        (broken.id,),
-    )
+    _assert_audited_as_damaged(sink, "forget-request", broken.id)
     # The person forgets it at once, by id: a receipt, and no byte of it left.
     receipt = memory.person("ada").forget(broken.id)
     assert receipt.claims["memory_id"] == broken.id and receipt.claims["about"] == "ada"
