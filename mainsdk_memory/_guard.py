@@ -6,15 +6,22 @@ tenant's, person's or session's memory, a quarantined one, an expired one or one
 agent's grant. :class:`GuardedStore` wraps the driver the core uses and re-applies the
 filter's reference rules (:meth:`Filter.matches`, :meth:`Filter.visible`) to every row of
 every read; rows that fail are dropped silently, as if the driver had not returned them.
+
+A row with a time that is not a timezone-aware ``datetime`` (a hand-edited file, a driver
+that drops the offset) is damage, whichever driver returned it (ADR 0046): reads of many
+memories leave it out before anything compares its times, and reading its memory raises
+:class:`~mainsdk_memory.DamagedMemoryError`. The check is one ``utcoffset()`` per time.
 """
 
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from mainsdk_memory._errors import DamagedMemoryError
 from mainsdk_memory.drivers import (
     Capabilities,
     Driver,
@@ -23,6 +30,7 @@ from mainsdk_memory.drivers import (
     StoredRow,
     VectorDriver,
     VectorEntry,
+    bm25_rank,
 )
 
 __all__ = ["GuardedStore"]
@@ -33,6 +41,31 @@ _Item = TypeVar("_Item")
 
 def _newest_first(row: StoredRow) -> tuple[datetime, str]:
     return (row.created_at, row.memory_id)
+
+
+def _aware(value: object) -> bool:
+    """Whether ``value`` is a timezone-aware datetime (what every stored time must be)."""
+    return isinstance(value, datetime) and value.utcoffset() is not None
+
+
+def _sound(row: StoredRow) -> bool:
+    """Whether every time of ``row`` can be compared with the core's (aware) times."""
+    return (
+        _aware(row.created_at)
+        and _aware(row.recorded_at)
+        and _aware(row.valid_from)
+        and (row.valid_to is None or _aware(row.valid_to))
+    )
+
+
+def _damaged_error(memory_id: str) -> DamagedMemoryError:
+    """What a read of a memory with a time without its offset raises: its id, what to do."""
+    return DamagedMemoryError(
+        memory_id,
+        f"Memory {memory_id} is damaged in the store: a stored version of it has a time "
+        "without its offset, so it cannot be read; the other memories are not affected. "
+        "Restore it from a backup of the store, or erase the memory.",
+    )
 
 
 def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> builtins.list[_Item]:
@@ -52,6 +85,40 @@ class GuardedStore:
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
+        # (tenant, app, subject) -> ids of memories a read found with a time without its
+        # offset: what :meth:`damaged` adds to the driver's own (checked again when asked).
+        self._unsound: dict[tuple[str, str, str], set[str]] = {}
+        self._lock = threading.Lock()
+
+    def _sound_only(self, rows: Iterable[StoredRow]) -> builtins.list[StoredRow]:
+        """``rows`` without the unsound ones, which are remembered for :meth:`damaged`."""
+        kept = []
+        for row in rows:
+            if _sound(row):
+                kept.append(row)
+            else:
+                self._remember(row)
+        return kept
+
+    def _remember(self, row: StoredRow) -> None:
+        with self._lock:
+            self._unsound.setdefault((row.tenant, row.app, row.subject), set()).add(row.memory_id)
+
+    def _scan(self, tenant: str, app: str) -> builtins.list[StoredRow] | None:
+        """Every stored version of tenant and app through the driver's optional ``rows``
+        (``BaseDriver``'s storage scan, ADR 0025) when a read failed on an unsound row:
+        ``None`` if the driver has no such scan or holds no unsound row (the failure was
+        something else)."""
+        rows_of: Any = getattr(self.driver, "rows", None)
+        if not callable(rows_of):
+            return None
+        rows = [
+            row
+            for row in rows_of(tenant, app)
+            if isinstance(row, StoredRow) and row.tenant == tenant and row.app == app
+        ]
+        kept = self._sound_only(rows)
+        return kept if len(kept) < len(rows) else None
 
     @property
     def name(self) -> str:
@@ -80,14 +147,21 @@ class GuardedStore:
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Erase every version of the memory."""
-        return self.driver.erase(tenant, app, subject, memory_id)
+        result = self.driver.erase(tenant, app, subject, memory_id)
+        with self._lock:
+            self._unsound.get((tenant, app, subject), set()).discard(memory_id)
+        return result
 
     # -- reads: filtered again ------------------------------------------------------------
 
     def versions(
         self, tenant: str, app: str, subjects: Sequence[str], memory_id: str
     ) -> builtins.list[StoredRow]:
-        """The versions of ``memory_id`` within ``subjects``, oldest first, one subject only."""
+        """The versions of ``memory_id`` within ``subjects``, oldest first, one subject only.
+
+        Raises :class:`~mainsdk_memory.DamagedMemoryError` if one of them has a time without
+        its offset (the memory is damaged; the driver's own damage raises it there).
+        """
         rows = [
             row
             for row in self.driver.versions(tenant, app, tuple(subjects), memory_id)
@@ -98,14 +172,33 @@ class GuardedStore:
         ]
         if len({row.subject for row in rows}) > 1:
             return []  # one memory id under two subjects: not something a store can hold
+        if not all(_sound(row) for row in rows):
+            self._remember(rows[0])
+            raise _damaged_error(memory_id)
         by_version = {row.version: row for row in rows}
         return [by_version[version] for version in sorted(by_version)]
 
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
     ) -> builtins.list[StoredRow]:
-        """Rows matching ``where``, newest first, after the cursor, at most ``limit``."""
-        found = self.driver.list(where, limit=limit, after=after)
+        """Rows matching ``where``, newest first, after the cursor, at most ``limit``; rows
+        with a time without its offset are left out and the page filled without them."""
+        extra = 0  # unsound rows in the driver's page: asked again for as many more
+        while True:
+            try:
+                found = self.driver.list(where, limit=limit + extra, after=after)
+            except TypeError:  # the driver compared an unsound row's time: scanned instead
+                scanned = self._scan(where.tenant, where.app)
+                if scanned is None:
+                    raise
+                found = [row for row in scanned if row.subject in where.subjects]
+                break
+            sound = self._sound_only(found)
+            unsound = len(found) - len(sound)
+            if unsound <= extra or len(found) < limit + extra:
+                found = sound  # as many sound rows as asked for, or the driver has no more
+                break
+            extra = unsound
         rows = _unique((row for row in found if where.matches(row)), lambda row: row)
         if after is not None:
             rows = [row for row in rows if _newest_first(row) < after]
@@ -115,8 +208,25 @@ class GuardedStore:
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
     ) -> builtins.list[tuple[StoredRow, float]]:
-        """The driver's BM25 ranking, without any row ``where`` does not match."""
-        found = self.driver.search(where, query, top_k=top_k)
+        """The driver's BM25 ranking, without any row ``where`` does not match or with a
+        time without its offset (the ranking filled without them)."""
+        extra = 0  # unsound hits in the driver's ranking: asked again for as many more
+        while True:
+            try:
+                found = self.driver.search(where, query, top_k=top_k + extra)
+            except TypeError:  # the driver compared an unsound row's time: scanned instead
+                scanned = self._scan(where.tenant, where.app)
+                if scanned is None:
+                    raise
+                found = bm25_rank((row for row in scanned if where.matches(row)), query, top_k)
+                break
+            rows = self._sound_only(row for row, _ in found)
+            unsound = len(found) - len(rows)
+            sound = [hit for hit in found if _sound(hit[0])] if unsound else found
+            if unsound <= extra or len(found) < top_k + extra:
+                found = sound
+                break
+            extra = unsound
         matching = (hit for hit in found if where.matches(hit[0]))
         return _unique(matching, lambda hit: hit[0])[:top_k]
 
@@ -133,14 +243,66 @@ class GuardedStore:
 
     def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
         """The ids of the subject's memories the driver cannot decode (a driver that says
-        nothing of damage: none), for an erase that must leave nothing (ADR 0046)."""
+        nothing of damage: none), and of those a read here found with a time without its
+        offset and that still have one, sorted, for an erase that must leave nothing
+        (ADR 0046). A person erase lists the subject first, so every unsound current row is
+        seen before it asks."""
         find = getattr(self.driver, "damaged", None)
-        if find is None:
-            return []
-        return [memory_id for memory_id in find(tenant, app, subject) if isinstance(memory_id, str)]
+        named = [] if find is None else find(tenant, app, subject)
+        found = {memory_id for memory_id in named if isinstance(memory_id, str)}
+        with self._lock:
+            seen = sorted(self._unsound.get((tenant, app, subject), ()))
+        for memory_id in seen:
+            if memory_id not in found and self._unsound_memory(tenant, app, subject, memory_id):
+                found.add(memory_id)
+        return sorted(found)
+
+    def _unsound_memory(self, tenant: str, app: str, subject: str, memory_id: str) -> bool:
+        """Whether a stored version of ``memory_id`` has a time without its offset (kept in
+        mind if so, forgotten if not); a memory the driver cannot decode is the driver's to
+        name, as before."""
+        try:
+            stored = self.driver.versions(tenant, app, (subject,), memory_id)
+        except DamagedMemoryError:
+            return False
+        unsound = any(
+            not _sound(row)
+            for row in stored
+            if (row.tenant, row.app, row.subject, row.memory_id)
+            == (tenant, app, subject, memory_id)
+        )
+        with self._lock:
+            if unsound:
+                self._unsound.setdefault((tenant, app, subject), set()).add(memory_id)
+            else:
+                self._unsound.get((tenant, app, subject), set()).discard(memory_id)
+        return unsound
 
     def expired(
         self, tenant: str, app: str, retention: Sequence[tuple[str, datetime]]
     ) -> builtins.list[tuple[str, str]]:
-        """``(subject, memory id)`` the driver says outlived ``retention`` (checked on read)."""
-        return self.driver.expired(tenant, app, retention)
+        """``(subject, memory id)`` the driver says outlived ``retention`` (checked on read),
+        without the memories with a time without its offset: a sweep reads each memory it
+        erases, and a damaged one is left to the person's forget or erase (ADR 0046)."""
+        try:
+            found = self.driver.expired(tenant, app, retention)
+        except TypeError:  # the driver compared an unsound row's time: scanned instead
+            scanned = self._scan(tenant, app)
+            if scanned is None:
+                raise
+            found = sorted(
+                {
+                    (row.subject, row.memory_id)
+                    for row in scanned
+                    if row.valid_to is None
+                    and any(
+                        label in row.labels and row.created_at < cutoff
+                        for label, cutoff in retention
+                    )
+                }
+            )
+        return [
+            (subject, memory_id)
+            for subject, memory_id in found
+            if not self._unsound_memory(tenant, app, subject, memory_id)
+        ]
