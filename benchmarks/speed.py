@@ -56,9 +56,8 @@ from benchmarks.stores import (
 from mainsdk_memory import Kind, Memory, Source, Trust, tenant
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._memory import services_of
-from mainsdk_memory._sealing import Contents, Place, seal, vector_ad
+from mainsdk_memory._sealing import Contents, first_places, seal, vector_ad
 from mainsdk_memory._text import index_terms
-from mainsdk_memory._validate import new_memory_id
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import StoredRow, bm25_rank
 from mainsdk_memory.embeddings import Embedder
@@ -141,16 +140,15 @@ def seal_rows(
     base = start or datetime(2023, 1, 1, tzinfo=UTC)
     caller = Caller(services_of(memory), TENANT, person, AGENT, None)
     rows = []
-    for i, text in enumerate(texts):
-        when = base + timedelta(milliseconds=i)
+    created = [base + timedelta(milliseconds=i) for i in range(len(texts))]
+    places = first_places(caller, person, created)  # anchored in one transaction
+    for text, when, place in zip(texts, created, places, strict=True):
         contents = Contents(
             text=text, kind=Kind.FACT, labels=("personal",), source=Source.agent(AGENT),
             trust=Trust.INFERRED, agent=AGENT, author=AGENT, confirmed_by=None, data=None,
             data_type=None, session=None, session_token=None, session_only=False,
             valid_from=when, recorded_at=when,
         )
-        place = Place(memory_id=new_memory_id(), version=1, subject=person, pinned=False,
-                      created_at=when)
         rows.append(seal(caller, contents, place))
     return rows
 
@@ -173,12 +171,16 @@ def seal_vectors(
     caller = Caller(services_of(memory), TENANT, person, AGENT, None)
     keys = caller.services.subject_keys(TENANT, person, create=True)
     assert keys is not None  # create=True always returns keys
+    anchors, scope = caller.services.keys.anchors, caller.services.anchor_scope(TENANT)
     for row, text in zip(rows, texts, strict=True):
         vector = embedded.get(text)
         if vector is None:
             vector = embedded[text] = index.embed(text)
         ad = vector_ad(caller, person, row.memory_id, row.version)
-        sealed.append(index.seal(vector, partial(keys.seal, associated_data=ad)))
+        anchor = anchors.memory(scope, row.memory_id)
+        assert anchor is not None  # seal_rows anchored it
+        seal_one = partial(keys.seal_memory, anchor.salt, associated_data=ad)
+        sealed.append(index.seal(vector, seal_one))
     return sealed
 
 

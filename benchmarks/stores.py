@@ -103,6 +103,14 @@ class _PlainKeys:
         """Identity."""
         return envelope
 
+    def seal_memory(self, salt: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
+        """Identity."""
+        return plaintext
+
+    def open_memory(self, salt: bytes, envelope: bytes, associated_data: bytes) -> bytes:
+        """Identity."""
+        return envelope
+
     def blind(self, term: str) -> str:
         """Identity."""
         return term
@@ -115,13 +123,23 @@ class _PlainKeys:
 class PlainKeyStore:
     """Benchmark only: a key store whose subject keys are :class:`_PlainKeys`.
 
-    Receipts are still signed with the real key store's signing key, so forget and erase run
-    their full paths; only sealing and blinding are switched off.
+    Receipts are still signed with the real key store's signing key, and the real store's
+    anchors (ADR 0047) hold versions, pins and control digests, so forget, erase and the
+    integrity checks run their full paths; only sealing and blinding are switched off.
     """
 
     def __init__(self, real: KeyStore) -> None:
         self._real = real
         self._plain = _PlainKeys()
+        self.anchors = real.anchors
+
+    def anchor_name(self, tenant: str, app: str, subject: str) -> str:
+        """The real store's name of the subject."""
+        return self._real.anchor_name(tenant, app, subject)
+
+    def anchor_scope(self, tenant: str, app: str) -> str:
+        """The real store's name of the tenant and app."""
+        return self._real.anchor_scope(tenant, app)
 
     def subject_keys(
         self, tenant: str, app: str, subject: str, *, create: bool

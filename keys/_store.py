@@ -9,6 +9,10 @@ Layout of a key store folder (0700; every file 0600)::
                            pseudonym key, or the tenant) in one tenant and app; <name> is an
                            HMAC of (tenant, app, subject) under the naming key, so no file
                            name carries a person id
+    anchors.sqlite         what a writer of the memory store cannot roll back: each live
+                           memory's highest version, pinned flag, creation time and the salt
+                           its seal key is derived with; each control record's digest; recent
+                           writes per agent (keys/_anchors.py, ADR 0047)
     rotate.lock            held by a running rotation (keys/_locks.py)
     subjects.lock          shared by writers of subjects/, exclusive for each rotation step;
                            empty but for one byte appended by every destroyed subject, so its
@@ -76,6 +80,7 @@ from cryptography.hazmat.primitives.serialization import (
 
 from mainsdk_memory._errors import KeyStoreError, SealError
 from mainsdk_memory._files import create_private_once, make_private_dir, remove_durably
+from mainsdk_memory.keys._anchors import ANCHORS_FILE, Anchors
 from mainsdk_memory.keys._locks import SUBJECTS_LOCK, announce_destroy, file_lock
 
 if TYPE_CHECKING:
@@ -108,6 +113,10 @@ _DESTROYED_OPEN = (
     "This memory's key does not exist: its person was erased (the key destroyed), or this "
     "store does not belong to this key store. It cannot be opened."
 )
+
+
+#: Derived memory keys a subject handle keeps (cleared whole when full).
+_MEMORY_KEYS_KEPT = 4096
 
 
 def associated_data(*parts: str | int) -> bytes:
@@ -160,7 +169,7 @@ class SubjectKeys(_NoCopy):
         13+n   16 bytes  GCM tag (authenticates the ciphertext and the associated data)
     """
 
-    __slots__ = ("_aead", "_guard", "_index", "_pseudonym", "label")
+    __slots__ = ("_aead", "_guard", "_index", "_memories", "_memory_root", "_pseudonym", "label")
 
     def __init__(self, secret: bytes, label: str) -> None:
         if len(secret) != 32:
@@ -168,6 +177,8 @@ class SubjectKeys(_NoCopy):
         self._aead = AESGCM(_hkdf(secret, "mainsdk-memory/v1/seal"))
         self._index = _hkdf(secret, "mainsdk-memory/v1/blind-index")
         self._pseudonym = _hkdf(secret, "mainsdk-memory/v1/pseudonym")
+        self._memory_root = _hkdf(secret, "mainsdk-memory/v1/memory-root")
+        self._memories: dict[bytes, AESGCM] = {}
         self.label = label
         self._guard: _Guard | None = None
         """Set by the key store that read the secret: the handle works while its file holds it."""
@@ -188,15 +199,46 @@ class SubjectKeys(_NoCopy):
     def open(self, envelope: bytes, associated_data: bytes) -> bytes:
         """Decrypt an envelope from :meth:`seal`; raise the opaque :class:`SealError` on failure
         (also once the subject was destroyed, whenever this handle was taken)."""
+        return self._open(self._aead, envelope, associated_data)
+
+    def _open(self, aead: AESGCM, envelope: bytes, associated_data: bytes) -> bytes:
         if self._guard is not None and not self._guard.alive():
             raise SealError(_DESTROYED_OPEN)
         if len(envelope) < 1 + _NONCE + _TAG or envelope[:1] != _ENVELOPE_VERSION:
             raise SealError
         nonce = envelope[1 : 1 + _NONCE]
         try:
-            return self._aead.decrypt(nonce, envelope[1 + _NONCE :], associated_data)
+            return aead.decrypt(nonce, envelope[1 + _NONCE :], associated_data)
         except InvalidTag:
             raise SealError from None
+
+    def _memory_aead(self, salt: bytes) -> AESGCM:
+        aead = self._memories.get(salt)
+        if aead is None:
+            if len(salt) != 32:
+                raise SealError
+            key = HKDF(
+                algorithm=SHA256(), length=32, salt=salt, info=b"mainsdk-memory/v1/memory-seal"
+            ).derive(self._memory_root)
+            aead = AESGCM(key)
+            if len(self._memories) >= _MEMORY_KEYS_KEPT:
+                self._memories.clear()
+            self._memories[salt] = aead
+        return aead
+
+    def seal_memory(self, salt: bytes, plaintext: bytes, associated_data: bytes) -> bytes:
+        """:meth:`seal` under the key of one memory: derived from this subject's secret and the
+        memory's ``salt`` (kept in the key store's anchors, ADR 0047), so dropping the salt
+        leaves every copy of the memory unopenable while the subject's key lives on."""
+        if self._guard is not None and not self._guard.alive():
+            raise KeyStoreError(_DESTROYED_SEAL)
+        nonce = os.urandom(_NONCE)
+        aead = self._memory_aead(salt)
+        return _ENVELOPE_VERSION + nonce + aead.encrypt(nonce, plaintext, associated_data)
+
+    def open_memory(self, salt: bytes, envelope: bytes, associated_data: bytes) -> bytes:
+        """Open an envelope from :meth:`seal_memory` (the opaque :class:`SealError` on failure)."""
+        return self._open(self._memory_aead(salt), envelope, associated_data)
 
     def blind(self, term: str) -> str:
         """Return the blind-index token of a normalized term: a keyed HMAC, 128 bits, hex."""
@@ -394,7 +436,7 @@ def refuse_open_permissions(root: Path) -> None:
     """Raise :class:`KeyStoreError` if other users may read or change the key store (POSIX)."""
     if os.name != "posix":
         return
-    for path in (root, root / KEYSTORE_FILE, root / SUBJECTS_DIR):
+    for path in (root, root / KEYSTORE_FILE, root / SUBJECTS_DIR, root / ANCHORS_FILE):
         try:
             mode = path.stat().st_mode & 0o777
         except FileNotFoundError:
@@ -505,6 +547,8 @@ class KeyStore(_NoCopy):
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str, str], SubjectKeys] = {}
         self._files: dict[tuple[str, str, str], Path] = {}
+        self.anchors = Anchors(path)
+        """What the memory store's writer cannot roll back (ADR 0047)."""
         self._epoch_fd: int | None = None
         """A read-only descriptor of subjects.lock, opened once it exists: its size is the
         destroy epoch (an ``lseek`` is far cheaper than a ``stat`` of the path)."""
@@ -613,6 +657,16 @@ class KeyStore(_NoCopy):
             file = self._files.setdefault(cache_key, self.path / SUBJECTS_DIR / f"{name}.json")
         return file
 
+    def anchor_name(self, tenant: str, app: str, subject: str) -> str:
+        """The name the anchors give a subject: its file's (an HMAC, no id in it)."""
+        return self._subject_file(tenant, app, subject).stem
+
+    def anchor_scope(self, tenant: str, app: str) -> str:
+        """The name the anchors give one tenant and app (an HMAC, no id in it)."""
+        return hmac.new(
+            self._state.name_key, associated_data("scope", tenant, app), hashlib.sha256
+        ).hexdigest()[:40]
+
     def _epoch(self) -> Epoch:
         """The size of subjects.lock now: it grows by one byte whenever a subject is destroyed."""
         fd = self._epoch_fd
@@ -720,7 +774,9 @@ class KeyStore(_NoCopy):
         """
         cache_key = (tenant, app, subject)
         with self._subjects_lock(exclusive=False):  # a rotation never writes it back
-            existed = remove_durably(self._subject_file(tenant, app, subject))
+            file = self._subject_file(tenant, app, subject)
+            existed = remove_durably(file)
+            self.anchors.drop_subject(file.stem)
             try:
                 # After the removal: a handle that sees the epoch move reads no file.
                 announce_destroy(self.path / SUBJECTS_LOCK)

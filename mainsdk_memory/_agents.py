@@ -1,15 +1,14 @@
 """What the app set for each agent (grant, kill switch, limits) and the writes it has made.
 
 The records are sealed control records under ``agent/<name>/``, so one read fetches all of
-an agent's; the write rate is counted per process in a sliding minute.
+an agent's; the write rate is counted in a sliding minute in the key store's anchors, which
+every process shares (ADR 0047).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from mainsdk_memory._control import ControlStore
@@ -31,13 +30,16 @@ class AgentControl:
     """Reads an agent's records and counts its writes."""
 
     def __init__(
-        self, control: ControlStore, defaults: AgentLimits, now: Callable[[], datetime]
+        self,
+        control: ControlStore,
+        defaults: AgentLimits,
+        now: Callable[[], datetime],
+        count: Callable[[str, str, int, datetime], bool],
     ) -> None:
         self._control = control
         self._defaults = defaults
         self._now = now
-        self._writes: dict[tuple[str, str], deque[datetime]] = {}
-        self._lock = threading.Lock()
+        self._count = count
 
     def records(self, tenant_id: str, agent: str) -> dict[str, dict[str, Any]]:
         """The agent's stored ``grant``, ``kill`` and ``limits`` records, in one read."""
@@ -59,17 +61,12 @@ class AgentControl:
         return self._defaults if stored is None else AgentLimits.model_validate(stored)
 
     def count_write(self, tenant_id: str, agent: str, per_minute: int | None) -> None:
-        """Refuse a write over the agent's rate; otherwise count it (sliding minute)."""
+        """Refuse a write over the agent's rate; otherwise count it (a sliding minute, counted
+        in the key store's anchors, so every process and instance shares one count)."""
         if per_minute is None:
             return
-        now = self._now()
-        with self._lock:
-            window = self._writes.setdefault((tenant_id, agent), deque())
-            while window and window[0] <= now - timedelta(minutes=1):
-                window.popleft()
-            if len(window) >= per_minute:
-                raise LimitExceededError(
-                    f"The agent reached its limit of {per_minute} writes per minute; nothing "
-                    "was stored. Wait, or raise the limit with memory.set_limits(...)."
-                )
-            window.append(now)
+        if not self._count(tenant_id, agent, per_minute, self._now()):
+            raise LimitExceededError(
+                f"The agent reached its limit of {per_minute} writes per minute; nothing "
+                "was stored. Wait, or raise the limit with memory.set_limits(...)."
+            )

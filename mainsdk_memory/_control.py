@@ -2,7 +2,11 @@
 
 They live in the memory store beside the memories (they are tenant data too), sealed under the
 tenant's key with associated data binding tenant, app and the record's key, so the store can
-neither read nor swap them.
+neither read nor swap them. The key store's anchors hold the digest of each live record (ADR
+0047), so the store cannot delete one (a kill switch, a guardian's policy), bring back one
+that was removed or replaced (a revoked grant) or keep an old form: each read that finds
+anything but the anchored form raises :class:`IntegrityError` (fail closed) and a record
+with no anchor and no row simply does not exist.
 """
 
 from __future__ import annotations
@@ -10,9 +14,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mainsdk_memory._errors import SealError
+from mainsdk_memory._errors import IntegrityError, SealError
 from mainsdk_memory.drivers import TENANT_SUBJECT, Driver
 from mainsdk_memory.keys import KeyStore, SubjectKeys, associated_data
+from mainsdk_memory.keys._anchors import digest
+
+_TAMPERED = (
+    "A control record (an agent's grant, kill switch or limits, a guardian's policy, a forget "
+    "request or a receipt) in the memory store disagrees with the key store: it was deleted, "
+    "replayed or edited by someone who can write the store. Nothing was decided on it. "
+    "Restore the store from a backup taken together with the key store, or write the record "
+    "again."
+)
 
 __all__ = ["ControlStore"]
 
@@ -33,13 +46,22 @@ class ControlStore:
     def _ad(self, tenant: str, key: str) -> bytes:
         return associated_data("mainsdk-memory/v1/control", tenant, self._app, key)
 
+    def _scope(self, tenant: str) -> str:
+        return self._keystore.anchor_scope(tenant, self._app)
+
     def put(self, tenant: str, key: str, document: dict[str, Any] | None) -> None:
-        """Store ``document`` under ``key`` (``None`` deletes it)."""
+        """Store ``document`` under ``key`` (``None`` deletes it), anchored in the key store."""
+        scope = self._scope(tenant)
+        anchors = self._keystore.anchors
         if document is None:
+            anchors.control_begin(scope, key, None)
             self._driver.control_put(tenant, self._app, key, None)
+            anchors.control_commit(scope, key, None)
             return
         sealed = self._keys(tenant).seal(json.dumps(document).encode(), self._ad(tenant, key))
+        anchors.control_begin(scope, key, digest(sealed))
         self._driver.control_put(tenant, self._app, key, sealed)
+        anchors.control_commit(scope, key, digest(sealed))
 
     def _open(self, tenant: str, key: str, sealed: bytes) -> dict[str, Any]:
         document = json.loads(self._keys(tenant).open(sealed, self._ad(tenant, key)))
@@ -47,15 +69,36 @@ class ControlStore:
             raise SealError
         return document
 
+    def _checked(
+        self, tenant: str, key: str, sealed: bytes | None,
+        accepted: frozenset[bytes | None] | None,
+    ) -> dict[str, Any] | None:
+        """The document of ``key`` if ``sealed`` is a form the anchors accept."""
+        if accepted is None:  # no anchor: the record does not exist
+            if sealed is not None:
+                raise IntegrityError(None, _TAMPERED)
+            return None
+        if (None if sealed is None else digest(sealed)) not in accepted:
+            raise IntegrityError(None, _TAMPERED)
+        return None if sealed is None else self._open(tenant, key, sealed)
+
     def get(self, tenant: str, key: str) -> dict[str, Any] | None:
         """The document under ``key``, or ``None``."""
         sealed = self._driver.control_get(tenant, self._app, key)
-        return None if sealed is None else self._open(tenant, key, sealed)
+        accepted = self._keystore.anchors.control(self._scope(tenant), key).get(key)
+        return self._checked(tenant, key, sealed, accepted)
 
     def list(self, tenant: str, prefix: str) -> list[tuple[str, dict[str, Any]]]:
         """Every document whose key starts with ``prefix``, sorted by key."""
-        return [
-            (key, self._open(tenant, key, sealed))
-            for key, sealed in sorted(self._driver.control_list(tenant, self._app, prefix))
+        stored = {
+            key: sealed
+            for key, sealed in self._driver.control_list(tenant, self._app, prefix)
             if key.startswith(prefix)  # the core checks what the driver returns (ADR 0026)
-        ]
+        }
+        anchored = self._keystore.anchors.control(self._scope(tenant), prefix)
+        found = []
+        for key in sorted(stored.keys() | anchored.keys()):
+            document = self._checked(tenant, key, stored.get(key), anchored.get(key))
+            if document is not None:
+                found.append((key, document))
+        return found

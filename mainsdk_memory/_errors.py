@@ -21,6 +21,7 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── MemoryConflictError           a concurrent revision won; reload and retry
     ├── MemoryCapabilityError         the driver does not declare what the call needs
     ├── SealError                     a sealed memory did not open (opaque on purpose)
+    │   └── IntegrityError            the store was rolled back or edited under the key store
     ├── KeyStoreError                 the key store is missing, damaged or unusable
     ├── ReceiptError                  a receipt did not verify
     ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
@@ -40,6 +41,7 @@ __all__ = [
     "ConsentRequiredError",
     "DamagedMemoryError",
     "ErasePolicyError",
+    "IntegrityError",
     "InvalidInputError",
     "KeyStoreError",
     "LimitExceededError",
@@ -225,6 +227,36 @@ class SealError(MemorySDKError):
         "A sealed memory could not be opened: its key is gone or it was moved or altered. "
         "Check that the key store matches this memory store."
     )
+
+
+class IntegrityError(SealError):
+    """The memory store disagrees with the key store's anchors (ADR 0047).
+
+    Someone who can write the memory store rolled a memory back to an older version, edited
+    its creation time or pinned flag, restored a forgotten memory, or deleted or replayed a
+    control record (a grant, a kill switch, a guardian's policy). Nothing older is ever
+    returned instead. ``memory_id`` names the memory (``None`` for a control record); an audit
+    event records the refusal. Restore the store from a backup taken with the key store, or
+    forget the memory.
+    """
+
+    code = "MAIN-MEM-E041"
+    default_message = (
+        "The memory store disagrees with the key store: it was rolled back or edited by "
+        "someone who can write the store. Nothing was returned. Restore the store from a "
+        "backup taken together with the key store, or forget the memory."
+    )
+
+    def __init__(self, memory_id: str | None = None, message: str | None = None) -> None:
+        self.memory_id = memory_id
+        if message is None and memory_id is not None:
+            message = (
+                f"Memory {memory_id} in the store disagrees with the key store: it was rolled "
+                "back or edited by someone who can write the store, so it is not returned. "
+                "Restore the store from a backup taken together with the key store, or "
+                "forget the memory."
+            )
+        super().__init__(message)
 
 
 class KeyStoreError(MemorySDKError):

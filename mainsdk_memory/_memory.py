@@ -338,6 +338,7 @@ class Memory:
                         "version_ids": [f"{memory_id}.v{v}" for v in result.versions],
                         "driver": services.driver.name,
                         "erase": result.mode,
+                        "copies": "unopenable",
                     },
                 )
                 note.memory_ids.append(memory_id)

@@ -219,6 +219,8 @@ class AgentLimits(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     writes_per_minute: int | None = Field(default=None, ge=1)
-    """Writes (remember, revise) in any sliding minute, per process."""
+    """Writes (remember, revise, pin, forget requests) in any sliding minute, counted once for
+    every process and instance on the key store."""
     memories_per_person: int | None = Field(default=None, ge=1)
-    """Current memories this agent has written about one person."""
+    """Memories this agent holds about one person (first written by it and not forgotten),
+    counted atomically with each new memory across every process."""

@@ -35,12 +35,15 @@ from mainsdk_memory._errors import (
     RequestNotFound,
     ScopeError,
 )
+from mainsdk_memory._integrity import pin_changed, pin_changing, written
 from mainsdk_memory._recall import RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
 from mainsdk_memory._sealing import (
     Contents,
     Place,
     data_fields,
+    first_place,
+    next_place,
     open_contents,
     open_record,
     seal,
@@ -111,7 +114,13 @@ class _Handle:
         return rows, current
 
     def _put_version(
-        self, row: StoredRow, contents: Contents, *, child: bool, closes: int | None = None
+        self,
+        row: StoredRow,
+        place: Place,
+        contents: Contents,
+        *,
+        child: bool,
+        closes: int | None = None,
     ) -> MemoryRecord:
         """Put ``row`` (closing version ``closes``) with its sealed embedding, if any, and
         return its record, built from the plaintext in hand (nothing is opened again).
@@ -119,19 +128,11 @@ class _Handle:
         The text passed the injection check just now, so recalls in this process need not
         check this version again.
         """
-        vector = seal_vector(self._caller, row, contents.text, child=child)
+        vector = seal_vector(self._caller, row, place, contents.text, child=child)
         self._services.store.put(row, closes=closes, vector=vector)
+        written(self._caller, row)
         record_clean_verdict(self._services, row.tenant, row.memory_id, row.version, child)
         return to_record(self._caller, row, contents)
-
-    def _session_name(self, current: StoredRow) -> str | None:
-        """The name of the session ``current`` belongs to (the row stores only its token)."""
-        caller = self._caller
-        if current.session is None:
-            return None
-        if current.session == caller.session_token():
-            return caller.session
-        return open_contents(caller, current).session  # another session's, seen by the person
 
     def _default_source(self) -> Source:
         caller = self._caller
@@ -233,7 +234,7 @@ class _Handle:
             if child:
                 checked_labels = (*checked_labels, validate.CHILD_LABEL)
             check_injection(services, text, child=child)
-            check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
+            cap = check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
             now = services.now()
             fields, data_type = self._data_fields(data)
             trust = trust_of(caller, source)
@@ -254,16 +255,10 @@ class _Handle:
                 valid_from=now if start is None else start,
                 recorded_at=now,
             )
-            place = Place(
-                memory_id=validate.new_memory_id(),
-                version=1,
-                subject=subject,
-                pinned=pinned,
-                created_at=now,
-            )
+            place = first_place(caller, subject, pinned=pinned, created_at=now, cap=cap)
             row = seal(caller, contents, place)
             note.memory_ids.append(row.memory_id)
-            return self._put_version(row, contents, child=child)
+            return self._put_version(row, place, contents, child=child)
 
     def revise(
         self,
@@ -287,6 +282,7 @@ class _Handle:
             caller, services = self._caller, self._services
             text = validate.text(text, services.settings.max_text_chars)
             rows, current = self._current_row(memory_id)
+            held = open_contents(caller, current)  # its columns are checked before they count
             checked_kind = Kind(current.kind) if kind is None else validate.kind(kind)
             checked_labels = self._keep_policy_labels(
                 self._allowed_labels(current.labels if labels is None else validate.labels(labels)),
@@ -330,23 +326,27 @@ class _Handle:
                 confirmed_by=self._confirmed_by(trust),
                 data=fields,
                 data_type=data_type,
-                session=self._session_name(current),
+                session=held.session,
                 session_token=current.session,
                 session_only=current.session_only,
                 valid_from=start,
                 recorded_at=now,
             )
-            row = seal(caller, contents, _next_place(caller, rows, current))
-            return self._put_version(row, contents, child=child, closes=current.version)
+            place = next_place(caller, rows, current)
+            row = seal(caller, contents, place)
+            return self._put_version(row, place, contents, child=child, closes=current.version)
 
     def _set_pinned(self, operation: str, memory_id: str, pinned: bool) -> MemoryRecord:
         with self._begin(operation, [memory_id]):
             caller = self._caller
             _, current = self._current_row(memory_id)
+            open_contents(caller, current)  # a row that disagrees with its anchor stays as is
             check_write(caller, new_personal_memory=False)
+            pin_changing(caller, current.memory_id)
             self._services.store.set_pinned(
                 caller.tenant, caller.app, current.subject, current.memory_id, pinned
             )
+            pin_changed(caller, current.memory_id, pinned)
             _rows, current = self._current_row(memory_id)
             return open_record(caller, current)
 
@@ -381,6 +381,7 @@ class _Handle:
             "version_ids": [f"{memory_id}.v{v}" for v in result.versions],
             "driver": services.driver.name,
             "erase": result.mode,
+            "copies": "unopenable",
         }
         if request is not None:
             claims["request"] = request.id
@@ -548,9 +549,10 @@ class PersonMemory(_Handle):
                 recorded_at=now,
                 valid_from=max(now, current.valid_from),
             )
-            row = seal(caller, contents, _next_place(caller, rows, current))
+            place = next_place(caller, rows, current)
+            row = seal(caller, contents, place)
             child = validate.CHILD_LABEL in contents.labels
-            return self._put_version(row, contents, child=child, closes=current.version)
+            return self._put_version(row, place, contents, child=child, closes=current.version)
 
     def forget(self, memory_id: str) -> _receipts.Receipt:
         """Hard-delete every version of the memory at once and return a signed receipt."""
@@ -624,17 +626,6 @@ class PersonMemory(_Handle):
 def caller_of(handle: ScopedMemory | PersonMemory) -> Caller:
     """Who ``handle`` calls as: for the project's own tests and benchmarks only."""
     return handle._caller
-
-
-def _next_place(caller: Caller, rows: list[StoredRow], current: StoredRow) -> Place:
-    """Where the version after ``current`` goes (same memory, subject and pin)."""
-    return Place(
-        memory_id=current.memory_id,
-        version=current.version + 1,
-        subject=caller.subject_of(current),
-        pinned=current.pinned,
-        created_at=rows[0].created_at,
-    )
 
 
 def _encode_cursor(row: StoredRow) -> str:

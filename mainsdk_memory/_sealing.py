@@ -6,11 +6,17 @@ keeps (AES-GCM under the subject's key, bound to tenant, app, subject, memory an
 with blinded index terms and a pseudonymous subject), and :func:`open_contents` checks and
 opens a row back. Embeddings are sealed beside the row the same way, with their own
 associated data.
+
+Each memory has a seal key of its own, derived from the subject's secret and a salt that
+only the key store's anchors hold (ADR 0047): every row is checked against its anchor
+(:mod:`mainsdk_memory._integrity`) before it opens, and a forgotten memory's salt is dropped,
+so no copy of its rows opens again.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -19,7 +25,8 @@ from pydantic import BaseModel, ValidationError
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import SealError
+from mainsdk_memory._errors import IntegrityError, SealError
+from mainsdk_memory._integrity import anchor_new, anchor_of
 from mainsdk_memory._records import Kind, MemoryRecord, Scope, Source, Trust
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._vectors import VectorIndex
@@ -30,7 +37,10 @@ __all__ = [
     "Contents",
     "Place",
     "data_fields",
+    "first_place",
+    "first_places",
     "memory_ad",
+    "next_place",
     "open_contents",
     "open_record",
     "open_vector",
@@ -131,6 +141,58 @@ class Place:
     """The person's id or :data:`TENANT_SUBJECT` (the row stores the pseudonym)."""
     pinned: bool
     created_at: datetime
+    salt: bytes = field(repr=False)
+    """The memory's salt, from the key store's anchors (its seal key is derived with it)."""
+
+
+def first_place(
+    caller: Caller,
+    subject: str,
+    *,
+    pinned: bool,
+    created_at: datetime,
+    cap: int | None = None,
+) -> Place:
+    """Where a new memory's first version goes: a fresh id, anchored in the key store.
+
+    ``cap`` is the writing agent's memories-per-person limit, counted atomically with the
+    anchor (:class:`LimitExceededError` once reached).
+    """
+    memory_id = validate.new_memory_id()
+    salt = anchor_new(caller, subject, memory_id, pinned=pinned, created_at=created_at, cap=cap)
+    return Place(memory_id, 1, subject, pinned, created_at, salt)
+
+
+def first_places(caller: Caller, subject: str, created: Sequence[datetime]) -> list[Place]:
+    """Places of many new unpinned memories of ``subject``, anchored in one transaction (a
+    bulk load that writes every row next; an interrupted load leaves anchors of rows never
+    written, which nothing reads)."""
+    services = caller.services
+    ids = [validate.new_memory_id() for _ in created]
+    name = services.anchor_subject(caller.tenant, subject)
+    salts = services.keys.anchors.create_many(
+        services.anchor_scope(caller.tenant),
+        [
+            (memory_id, name, caller.agent, 1, False, when)
+            for memory_id, when in zip(ids, created, strict=True)
+        ],
+    )
+    return [
+        Place(memory_id, 1, subject, False, when, salts[memory_id])
+        for memory_id, when in zip(ids, created, strict=True)
+    ]
+
+
+def next_place(caller: Caller, rows: Sequence[StoredRow], current: StoredRow) -> Place:
+    """Where the version after ``current`` goes (same memory, subject, pin and salt)."""
+    return Place(
+        memory_id=current.memory_id,
+        version=current.version + 1,
+        subject=caller.subject_of(current),
+        pinned=current.pinned,
+        created_at=rows[0].created_at,
+        salt=anchor_of(caller, current).salt,
+    )
 
 
 def memory_ad(caller: Caller, subject: str, memory_id: str, version: int) -> bytes:
@@ -151,7 +213,8 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
     """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous."""
     keys = caller.services.subject_keys(caller.tenant, place.subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
-    sealed = keys.seal(
+    sealed = keys.seal_memory(
+        place.salt,
         pad(json.dumps(contents.payload(), ensure_ascii=False).encode("utf-8")),
         memory_ad(caller, place.subject, place.memory_id, place.version),
     )
@@ -184,7 +247,8 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
 
 
 def open_contents(caller: Caller, row: StoredRow) -> Contents:
-    """Open ``row``; :class:`SealError` if it was swapped, edited or its key is gone."""
+    """Open ``row``; :class:`SealError` if it was swapped, edited or its key is gone, and
+    :class:`IntegrityError` if it disagrees with its anchor (rolled back, edited, forgotten)."""
     subject = caller.subject_of(row)
     keys = caller.services.subject_keys(caller.tenant, subject, create=False)
     if keys is None:
@@ -192,7 +256,10 @@ def open_contents(caller: Caller, row: StoredRow) -> Contents:
             "This memory's key does not exist: its person was erased (the key destroyed), "
             "or this store does not belong to this key store. It cannot be opened."
         )
-    plain = keys.open(row.sealed, memory_ad(caller, subject, row.memory_id, row.version))
+    anchor = anchor_of(caller, row)
+    plain = keys.open_memory(
+        anchor.salt, row.sealed, memory_ad(caller, subject, row.memory_id, row.version)
+    )
     try:
         payload = json.loads(plain)
         contents = Contents(
@@ -284,8 +351,10 @@ def embedding_index(caller: Caller, *, child: bool) -> VectorIndex | None:
     return index
 
 
-def seal_vector(caller: Caller, row: StoredRow, text: str, *, child: bool) -> bytes | None:
-    """``text``'s embedding sealed for ``row``'s version, or ``None`` without one."""
+def seal_vector(
+    caller: Caller, row: StoredRow, place: Place, text: str, *, child: bool
+) -> bytes | None:
+    """``text``'s embedding sealed for ``row``'s version (at ``place``), or ``None``."""
     index = embedding_index(caller, child=child)
     if index is None:
         return None
@@ -293,7 +362,7 @@ def seal_vector(caller: Caller, row: StoredRow, text: str, *, child: bool) -> by
     keys = caller.services.subject_keys(caller.tenant, subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     ad = vector_ad(caller, subject, row.memory_id, row.version)
-    return index.seal(index.embed(text), lambda plain: keys.seal(plain, ad))
+    return index.seal(index.embed(text), lambda plain: keys.seal_memory(place.salt, plain, ad))
 
 
 def open_vector(caller: Caller, entry: VectorEntry) -> bytes:
@@ -302,4 +371,9 @@ def open_vector(caller: Caller, entry: VectorEntry) -> bytes:
     keys = caller.services.subject_keys(caller.tenant, subject, create=False)
     if keys is None or entry.sealed is None:
         raise SealError
-    return keys.open(entry.sealed, vector_ad(caller, subject, entry.memory_id, entry.version))
+    services = caller.services
+    anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), entry.memory_id)
+    if anchor is None or anchor.subject != services.anchor_subject(caller.tenant, subject):
+        raise IntegrityError(entry.memory_id)
+    ad = vector_ad(caller, subject, entry.memory_id, entry.version)
+    return keys.open_memory(anchor.salt, entry.sealed, ad)

@@ -44,13 +44,14 @@ class Services:
         """The driver as the core reads it: every returned row is filtered again."""
         self.keys = keys
         self.control = ControlStore(driver, keys, settings.app)
-        self.agents = AgentControl(self.control, settings.limits, self.now)
+        self.agents = AgentControl(self.control, settings.limits, self.now, self._count_write)
         self.audit = Auditor(settings.audit, settings.app, self.now)
         self.verdicts = Verdicts()
         self.vectors: VectorIndex | None = (
             None if settings.embedder is None else VectorIndex(settings.embedder)
         )
         self._schemas: dict[str, type[BaseModel]] = {}
+        self._scopes: dict[str, str] = {}
         for schema in settings.schemas:
             self.register_schema(schema)
 
@@ -71,6 +72,23 @@ class Services:
         """The keys of a person (by id) or of the tenant (:data:`TENANT_SUBJECT`)."""
         name = subject if subject == TENANT_SUBJECT else f"person:{subject}"
         return self.keys.subject_keys(tenant_id, self.app, name, create=create)
+
+    def anchor_scope(self, tenant_id: str) -> str:
+        """The key store's anchors' name of this tenant and app (ADR 0047)."""
+        scope = self._scopes.get(tenant_id)
+        if scope is None:
+            scope = self._scopes[tenant_id] = self.keys.anchor_scope(tenant_id, self.app)
+        return scope
+
+    def anchor_subject(self, tenant_id: str, subject: str) -> str:
+        """The anchors' name of a person (by id) or of the tenant (:data:`TENANT_SUBJECT`)."""
+        name = subject if subject == TENANT_SUBJECT else f"person:{subject}"
+        return self.keys.anchor_name(tenant_id, self.app, name)
+
+    def _count_write(self, tenant_id: str, agent: str, per_minute: int, now: datetime) -> bool:
+        """Count one of ``agent``'s writes unless it made ``per_minute`` in the last minute."""
+        scope = f"{self.anchor_scope(tenant_id)}/{agent}"
+        return self.keys.anchors.count_write(scope, per_minute, now.timestamp())
 
     def pseudonym_keys(self, tenant_id: str, person: str) -> SubjectKeys:
         """The key that names a person to the driver; never creates one (ADR 0039).
@@ -127,8 +145,10 @@ class Services:
         return model
 
     def erase_memory(self, tenant_id: str, subject: str, memory_id: str) -> EraseResult:
-        """Erase every version of one memory and drop its opened vectors here."""
+        """Erase every version of one memory, drop its opened vectors here and its anchor in
+        the key store (with its salt, so no copy of it left anywhere opens again)."""
         result = self.store.erase(tenant_id, self.app, subject, memory_id)
+        self.keys.anchors.drop(self.anchor_scope(tenant_id), memory_id)
         if self.vectors is not None:
             self.vectors.discard(tenant_id, self.app, subject, memory_id)
         return result

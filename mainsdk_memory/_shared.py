@@ -13,8 +13,9 @@ import dataclasses
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import InvalidInputError, MemoryNotFound
+from mainsdk_memory._integrity import written
 from mainsdk_memory._records import MemoryRecord, Trust
-from mainsdk_memory._sealing import Place, open_contents, seal, seal_vector, to_record
+from mainsdk_memory._sealing import next_place, open_contents, seal, seal_vector, to_record
 from mainsdk_memory._services import Services
 from mainsdk_memory.drivers import TENANT_SUBJECT
 
@@ -62,16 +63,11 @@ def confirm_shared(services: Services, tenant_id: str, memory_id: object) -> Mem
         recorded_at=now,
         valid_from=max(now, current.valid_from),
     )
-    place = Place(
-        memory_id=current.memory_id,
-        version=current.version + 1,
-        subject=TENANT_SUBJECT,
-        pinned=current.pinned,
-        created_at=rows[0].created_at,
-    )
+    place = next_place(caller, rows, current)
     row = seal(caller, contents, place)
     child = validate.CHILD_LABEL in contents.labels
-    vector = seal_vector(caller, row, contents.text, child=child)
+    vector = seal_vector(caller, row, place, contents.text, child=child)
     # No clean verdict is recorded: the text was not checked now, so recall screens it.
     services.store.put(row, closes=current.version, vector=vector)
+    written(caller, row)
     return to_record(caller, row, contents)

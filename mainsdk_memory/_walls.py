@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from mainsdk_memory import _validate as validate
-from mainsdk_memory._errors import LimitExceededError, MemoryInjectionError
+from mainsdk_memory._errors import MemoryInjectionError
 from mainsdk_memory._records import MemoryRecord, Source, Trust
 from mainsdk_memory.drivers import TRUST_RANK
 
@@ -103,22 +103,18 @@ def check_injection(services: Services, text: str, *, child: bool = False) -> No
         raise MemoryInjectionError(rules)
 
 
-def check_write(caller: Caller, *, new_personal_memory: bool) -> None:
-    """An agent's write: its kill switch, its cap per person (for a new memory), its rate."""
+def check_write(caller: Caller, *, new_personal_memory: bool) -> int | None:
+    """An agent's write: its kill switch and its rate; returns its cap of memories per person
+    for a new personal memory (counted when the memory is anchored, atomically across
+    processes: :func:`~mainsdk_memory._sealing.first_place`)."""
     if caller.is_person:
-        return
+        return None
     services = caller.services
     records = caller.agent_records()
     caller.written_by(records)  # the kill switch
     limits = services.agents.limits(records)
-    if new_personal_memory and limits.memories_per_person is not None:
-        cap = limits.memories_per_person
-        if len(services.store.list(caller.own_filter(), limit=cap + 1)) >= cap:
-            raise LimitExceededError(
-                f"The agent already holds {cap} memories about this person, its limit; "
-                "nothing was stored. Forget or revise old ones, or raise the limit."
-            )
     services.agents.count_write(caller.tenant, caller.agent, limits.writes_per_minute)
+    return limits.memories_per_person if new_personal_memory else None
 
 
 def record_clean_verdict(

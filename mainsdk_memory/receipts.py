@@ -11,7 +11,12 @@ never content. Every receipt has::
     tenant, app  where the memories lived
     version_ids  every version removed ("<memory id>.v<n>")
     driver       the storage driver that confirmed the erase
-    erase        "hard" (every byte removed) or "soft"
+    erase        "hard" (every row and index entry deleted through the driver) or "soft"
+    copies       (receipts since ADR 0048) "unopenable": the key every copy of the rows was
+                 sealed with is destroyed — the memory's salt in the key store's anchors (a
+                 forget, a retention sweep) or the person's secret (an erase) — so no copy
+                 the storage still holds (a PostgreSQL dead tuple, a WAL segment, a backup)
+                 opens, with any key that is left
 
 ``forget`` adds ``about`` (the person id, or "tenant"), ``agent`` (who asked; ``@person`` for
 the person), ``memory_id``, and after an approval ``request`` and ``approved_by``.

@@ -26,10 +26,12 @@ class Note(BaseModel):
 
 def _snapshot(driver: Driver, keys_path: Path) -> tuple[list[tuple[str, str]], list[str]]:
     stored = sorted((where, hashlib.sha256(blob).hexdigest()) for where, blob in driver.raw_dump())
+    # Every key-store file but the anchors' "-shm": SQLite's shared-memory index of the
+    # write-ahead log, which readers update and which holds no data.
     keys = sorted(
         f"{path.relative_to(keys_path)}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
         for path in keys_path.rglob("*")
-        if path.is_file()
+        if path.is_file() and not path.name.endswith("-shm")
     )
     return stored, keys
 

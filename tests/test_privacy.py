@@ -67,8 +67,8 @@ def test_erase_removes_everything_about_the_person_and_destroys_the_key(
     key_files_before = {p: p.read_bytes() for p in keys_path.rglob("*.json")}
     receipt = memory.privacy.erase("ada")
     claims = receipts.verify(receipt.token, KeyStore.open(keys_path).export_public_pem()).claims
-    assert (claims["op"], claims["about"], claims["key"], claims["erase"]) == (
-        "erase", "ada", "destroyed", "hard"
+    assert (claims["op"], claims["about"], claims["key"], claims["erase"], claims["copies"]) == (
+        "erase", "ada", "destroyed", "hard", "unopenable"
     )
     assert sorted(claims["memory_ids"]) == sorted(ids["ada"])
     assert len(claims["version_ids"]) == 5  # one memory had two versions

@@ -12,7 +12,8 @@ def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
         "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
         "ConfigurationError", "ConsentRequiredError", "DamagedMemoryError",
-        "ErasePolicyError", "ForgetRequest", "Hit", "InvalidInputError", "KeyStoreError", "Kind",
+        "ErasePolicyError", "ForgetRequest", "Hit", "IntegrityError", "InvalidInputError",
+        "KeyStoreError", "Kind",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",
         "NoTenantError", "Options", "Page", "PersonMemory", "Privacy", "ReadPolicy", "RecallMode",

@@ -23,7 +23,7 @@ from mainsdk_memory import (
 )
 from mainsdk_memory._memory import services_of
 from mainsdk_memory._scoped import caller_of
-from mainsdk_memory._sealing import memory_ad
+from mainsdk_memory._sealing import first_place, memory_ad
 from mainsdk_memory._text import index_terms
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys import KeyStore
@@ -154,13 +154,21 @@ def test_edited_plain_columns_are_detected(memory: Memory, change: dict[str, obj
         ada = memory.acting_for("ada", agent="bot")
         record = ada.remember("Ada's spare key is with the neighbour.")
         row = _row_of(memory, record.id)
-        forged = dataclasses.replace(row, memory_id=_other_id(record.id), **change)
-        # Re-seal under the forged id so only the edited column is wrong.
+        # Re-seal under a second, anchored id so only the edited column is wrong.
+        caller = caller_of(ada)
+        place = first_place(caller, "ada", pinned=False, created_at=row.created_at)
+        forged = dataclasses.replace(row, memory_id=place.memory_id, **change)
         keys = services_of(memory).subject_keys("acme", "ada", create=False)
-        assert keys is not None
-        plain = keys.open(row.sealed, memory_ad(caller_of(ada), "ada", record.id, 1))
+        anchor = services_of(memory).keys.anchors.memory(
+            services_of(memory).anchor_scope("acme"), record.id
+        )
+        assert keys is not None and anchor is not None
+        plain = keys.open_memory(anchor.salt, row.sealed, memory_ad(caller, "ada", record.id, 1))
         forged = dataclasses.replace(
-            forged, sealed=keys.seal(plain, memory_ad(caller_of(ada), "ada", forged.memory_id, 1))
+            forged,
+            sealed=keys.seal_memory(
+                place.salt, plain, memory_ad(caller, "ada", forged.memory_id, 1)
+            ),
         )
         memory.driver.put(forged)
         with pytest.raises(SealError):

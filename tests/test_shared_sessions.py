@@ -24,8 +24,7 @@ from mainsdk_memory import (
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._memory import services_of
 from mainsdk_memory._records import MemoryRecord
-from mainsdk_memory._sealing import Contents, Place, open_contents, seal
-from mainsdk_memory._validate import new_memory_id
+from mainsdk_memory._sealing import Contents, first_place, open_contents, seal
 from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.drivers import TENANT_SUBJECT
 
@@ -225,8 +224,7 @@ def _old_row(memory: Memory, *, subject: str, text: str, trust: Trust, session_o
         author="bot", confirmed_by=None, data=None, data_type=None, session=name,
         session_token=name, session_only=session_only, valid_from=now, recorded_at=now,
     )
-    place = Place(memory_id=new_memory_id(), version=1, subject=subject, pinned=False,
-                  created_at=now)
+    place = first_place(caller, subject, pinned=False, created_at=now)
     row = seal(caller, contents, place)
     assert row.session == "chat"
     services.store.put(row, closes=None, vector=None)
@@ -275,8 +273,7 @@ def test_the_session_a_row_stores_is_sealed_with_it(memory: Memory) -> None:
         confirmed_by=None, data=None, data_type=None, session="chat", session_token=token,
         session_only=False, valid_from=now, recorded_at=now,
     )
-    place = Place(memory_id=new_memory_id(), version=1, subject=TENANT_SUBJECT, pinned=False,
-                  created_at=now)
+    place = first_place(mine, TENANT_SUBJECT, pinned=False, created_at=now)
     row = seal(mine, contents, place)
     assert row.session == token
     assert open_contents(mine, row).session == "chat"
