@@ -65,7 +65,9 @@ def _key_files(keys_path: Path) -> dict[str, bytes]:
     return {
         str(path.relative_to(keys_path)): path.read_bytes()
         for path in sorted(keys_path.rglob("*"))
-        if path.is_file() and not path.name.endswith(".lock")
+        # Not the locks, nor the anchors' "-shm" (SQLite's index of its log, rewritten by
+        # readers; it holds no data).
+        if path.is_file() and not path.name.endswith((".lock", "-shm"))
     }
 
 

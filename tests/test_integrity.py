@@ -14,6 +14,7 @@ with the live keys. Limits hold across processes: four writers never pass a cap 
 from __future__ import annotations
 
 import dataclasses
+import stat
 import subprocess
 import sys
 import textwrap
@@ -283,3 +284,13 @@ def test_a_write_rate_is_one_count_for_every_instance(store_url: str, keys_path:
                 instance.acting_for("cy", agent="bot").remember("One too many.")
         clock[0] += timedelta(seconds=61)
         two.acting_for("cy", agent="bot").remember("After a minute.")
+
+
+def test_the_anchors_files_are_private(memory: Memory, keys_path: Path) -> None:
+    bot = memory.acting_for("ada", agent="bot")
+    record = bot.remember("Ada's flat is on the third floor.")
+    bot.revise(record.id, "Ada's flat is on the fourth floor.")
+    files = sorted(keys_path.glob(ANCHORS_FILE + "*"))
+    assert [path.name for path in files][:1] == [ANCHORS_FILE]
+    for path in [*files, keys_path / "anchors.lock"]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
