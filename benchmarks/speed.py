@@ -141,7 +141,7 @@ def seal_rows(
     caller = Caller(services_of(memory), TENANT, person, AGENT, None)
     rows = []
     created = [base + timedelta(milliseconds=i) for i in range(len(texts))]
-    places = first_places(caller, person, created)  # anchored in one transaction
+    places = first_places(caller, person, created, ("personal",))  # one transaction
     for text, when, place in zip(texts, created, places, strict=True):
         contents = Contents(
             text=text, kind=Kind.FACT, labels=("personal",), source=Source.agent(AGENT),

@@ -29,13 +29,15 @@ checkpoint, so the log's copies of a dropped salt go too.
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +49,19 @@ __all__ = ["ANCHORS_FILE", "PIN_CHANGING", "Anchors", "MemoryAnchor", "digest"]
 
 ANCHORS_FILE = "anchors.sqlite"
 ANCHORS_LOCK = "anchors.lock"
+CONTROL_LOCK = "control.lock"
 
 #: The ``pinned`` value of a memory whose pin change is under way (either flag is accepted).
 PIN_CHANGING = 2
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS memory (scope TEXT NOT NULL, memory TEXT NOT NULL, "
-    "subject TEXT NOT NULL, agent TEXT NOT NULL, version INTEGER NOT NULL, "
-    "pinned INTEGER NOT NULL, created TEXT NOT NULL, salt BLOB NOT NULL, "
+    "subject TEXT NOT NULL, row_subject TEXT NOT NULL, agent TEXT NOT NULL, "
+    "version INTEGER NOT NULL, pinned INTEGER NOT NULL, created TEXT NOT NULL, "
+    "created_us INTEGER NOT NULL, labels TEXT NOT NULL, salt BLOB NOT NULL, "
     "PRIMARY KEY (scope, memory)) WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS memory_subject ON memory (subject, agent)",
+    "CREATE INDEX IF NOT EXISTS memory_created ON memory (scope, created_us)",
     "CREATE TABLE IF NOT EXISTS control (scope TEXT NOT NULL, key TEXT NOT NULL, "
     "digests BLOB NOT NULL, PRIMARY KEY (scope, key)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS writes (scope TEXT NOT NULL, at REAL NOT NULL)",
@@ -64,6 +69,23 @@ _SCHEMA = (
 )
 
 _DIGEST = 32
+_PURGE_ATTEMPTS = 50
+
+
+def _micros(when: datetime) -> int:
+    """Microseconds since the epoch of an aware datetime (orders times of any offset)."""
+    delta = when - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _memory_row(
+    scope: str, memory_id: str, subject: str, row_subject: str, agent: str, pinned: bool,
+    created_at: datetime, labels: tuple[str, ...], salt: bytes,
+) -> tuple[object, ...]:
+    return (
+        scope, memory_id, subject, row_subject, agent, int(pinned), created_at.isoformat(),
+        _micros(created_at), json.dumps(list(labels)), salt,
+    )
 
 
 def digest(sealed: bytes) -> bytes:
@@ -77,11 +99,15 @@ class MemoryAnchor:
 
     subject: str
     """The name of the memory's subject (its subject file's, an HMAC)."""
+    row_subject: str
+    """The subject as the memory store's rows name it (a pseudonym, or the tenant)."""
     version: int
     """The highest version whose write completed (0: the first write is under way)."""
     pinned: int
     """0 or 1, or :data:`PIN_CHANGING`."""
     created_at: datetime
+    labels: tuple[str, ...]
+    """The labels of the highest version written."""
     salt: bytes
     agent: str
 
@@ -98,29 +124,47 @@ class Anchors:
         self._lock = threading.RLock()
         self._connection: sqlite3.Connection | None = None
 
-    def _connect(self) -> sqlite3.Connection:
+    @property
+    def path(self) -> Path:
+        """The anchors database's file."""
+        return self._path
+
+    def create(self) -> None:
+        """Create the (empty) anchors database of a new key store."""
+        self._connect(create=True)
+
+    def _connect(self, *, create: bool = False) -> sqlite3.Connection:
         connection = self._connection
         if connection is not None:
             return connection
         with self._lock:
             if self._connection is not None:
                 return self._connection
-            # One opener at a time, in any process: switching a new file to write-ahead
-            # logging needs it to itself (SQLite does not wait for that lock).
-            with file_lock(self._path.with_name(ANCHORS_LOCK), exclusive=True):
-                create_private_once(self._path, b"")  # 0600 before SQLite writes a byte
-                try:
+            try:
+                # One opener at a time, in any process: switching a new file to write-ahead
+                # logging needs it to itself (SQLite does not wait for that lock).
+                with file_lock(self._path.with_name(ANCHORS_LOCK), exclusive=True):
+                    if create:
+                        create_private_once(self._path, b"")  # 0600 before SQLite writes
+                    elif not self._path.exists():
+                        raise KeyStoreError(
+                            f"The key store at {self._path.parent} has no {ANCHORS_FILE}: it "
+                            "was removed, or the key store was made by a version before ADR "
+                            "0047. Restore the key store (all of it) from your key backup."
+                        )
                     connection = sqlite3.connect(
                         self._path, timeout=30.0, isolation_level=None, check_same_thread=False
                     )
-                    connection.execute("PRAGMA journal_mode=WAL")
+                    (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+                    if str(mode).lower() != "wal":
+                        raise sqlite3.OperationalError("write-ahead logging is unavailable")
                     connection.execute("PRAGMA secure_delete=ON")
                     connection.execute("PRAGMA synchronous=FULL")
                     with self._transaction(connection):
                         for statement in _SCHEMA:
                             connection.execute(statement)
-                except sqlite3.Error as exc:
-                    raise self._error("opened") from exc
+            except (sqlite3.Error, OSError) as exc:
+                raise self._error("opened") from exc
             self._connection = connection
             return connection
 
@@ -136,10 +180,11 @@ class Anchors:
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection
+            connection.execute("COMMIT")
         except BaseException:
-            connection.execute("ROLLBACK")
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -159,6 +204,16 @@ class Anchors:
             except sqlite3.Error as exc:
                 raise self._error("read") from exc
 
+    @contextmanager
+    def control_lock(self, *, exclusive: bool) -> Iterator[None]:
+        """Writers of control records, in every process, one at a time (``exclusive``); a
+        reader that found a record mid-write waits for the writer (shared)."""
+        try:
+            with file_lock(self._path.with_name(CONTROL_LOCK), exclusive=exclusive):
+                yield
+        except OSError as exc:
+            raise self._error("locked") from exc
+
     def close(self) -> None:
         """Close the connection (a later call opens it again)."""
         with self._lock:
@@ -168,15 +223,17 @@ class Anchors:
 
     # -- memories -------------------------------------------------------------------------
 
-    def create(
+    def anchor(
         self,
         scope: str,
         memory_id: str,
         subject: str,
+        row_subject: str,
         *,
         agent: str,
         pinned: bool,
         created_at: datetime,
+        labels: tuple[str, ...],
         cap: int | None = None,
     ) -> bytes:
         """Anchor a new memory (version 0: its first write is under way); return its salt.
@@ -195,34 +252,44 @@ class Anchors:
                 if held >= cap:
                     raise CapReached
             connection.execute(
-                "INSERT INTO memory VALUES (?, ?, ?, ?, 0, ?, ?, ?)",
-                (scope, memory_id, subject, agent, int(pinned), created_at.isoformat(), salt),
+                "INSERT INTO memory VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                _memory_row(scope, memory_id, subject, row_subject, agent, pinned, created_at,
+                            labels, salt),
             )
         return salt
 
-    def create_many(
-        self, scope: str, entries: Iterable[tuple[str, str, str, int, bool, datetime]]
+    def anchor_many(
+        self,
+        scope: str,
+        entries: Iterable[tuple[str, str, str, str, datetime, tuple[str, ...]]],
     ) -> dict[str, bytes]:
-        """Anchor many memories at once: ``(memory id, subject, agent, version, pinned,
-        created_at)`` each (a bulk load, before its rows are written); return their salts."""
+        """Anchor many unpinned memories at once, each at version 1: ``(memory id, subject,
+        row subject, agent, created_at, labels)`` (a bulk load, before its rows are written);
+        return their salts."""
         salts: dict[str, bytes] = {}
         rows = []
-        for memory_id, subject, agent, version, pinned, created_at in entries:
+        for memory_id, subject, row_subject, agent, created_at, labels in entries:
             salt = salts[memory_id] = secrets.token_bytes(32)
             rows.append(
-                (scope, memory_id, subject, agent, version, int(pinned),
-                 created_at.isoformat(), salt)
+                _memory_row(scope, memory_id, subject, row_subject, agent, False, created_at,
+                            labels, salt)
             )
         with self._write() as connection:
-            connection.executemany("INSERT INTO memory VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            connection.executemany(
+                "INSERT INTO memory VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)", rows
+            )
         return salts
 
-    def advance(self, scope: str, memory_id: str, version: int) -> None:
-        """Record that ``version`` of the memory was written (never moves back)."""
+    def advance(
+        self, scope: str, memory_id: str, version: int, labels: tuple[str, ...]
+    ) -> None:
+        """Record that ``version`` of the memory, with ``labels``, was written (a version never
+        moves back)."""
         with self._write() as connection:
             connection.execute(
-                "UPDATE memory SET version = MAX(version, ?) WHERE scope = ? AND memory = ?",
-                (version, scope, memory_id),
+                "UPDATE memory SET version = ?, labels = ? "
+                "WHERE scope = ? AND memory = ? AND version < ?",
+                (version, json.dumps(list(labels)), scope, memory_id, version),
             )
 
     def set_pinned(self, scope: str, memory_id: str, pinned: int) -> None:
@@ -236,16 +303,39 @@ class Anchors:
     def memory(self, scope: str, memory_id: str) -> MemoryAnchor | None:
         """The anchor of one memory, or ``None`` (never anchored, or forgotten)."""
         rows = self._read(
-            "SELECT subject, version, pinned, created, salt, agent FROM memory "
-            "WHERE scope = ? AND memory = ?",
+            "SELECT subject, row_subject, version, pinned, created, labels, salt, agent "
+            "FROM memory WHERE scope = ? AND memory = ?",
             (scope, memory_id),
         )
         if not rows:
             return None
-        subject, version, pinned, created, salt, agent = rows[0]
+        subject, row_subject, version, pinned, created, labels, salt, agent = rows[0]
         return MemoryAnchor(
-            subject, version, pinned, datetime.fromisoformat(created), salt, agent
+            subject, row_subject, version, pinned, datetime.fromisoformat(created),
+            tuple(json.loads(labels)), salt, agent,
         )
+
+    def expired(
+        self, scope: str, retention: Sequence[tuple[str, datetime]]
+    ) -> list[tuple[str, str, str]]:
+        """``(row subject, memory id, label)`` of every memory whose anchored labels hold a
+        label of ``retention`` and which was created before that label's cutoff (the anchors,
+        not the store's columns, decide)."""
+        if not retention:
+            return []
+        latest = max(cutoff for _, cutoff in retention)
+        found = []
+        for row_subject, memory_id, created_us, labels in self._read(
+            "SELECT row_subject, memory, created_us, labels FROM memory "
+            "WHERE scope = ? AND created_us < ?",
+            (scope, _micros(latest)),
+        ):
+            held = set(json.loads(labels))
+            for label, cutoff in retention:
+                if label in held and created_us < _micros(cutoff):
+                    found.append((row_subject, memory_id, label))
+                    break
+        return found
 
     def drop(self, scope: str, memory_id: str) -> None:
         """Forget the memory's anchor and salt: its rows never open again, anywhere."""
@@ -264,14 +354,23 @@ class Anchors:
     def _purge_log(self) -> None:
         """Copy the log into the database and truncate it: a dropped salt's page images in the
         log go (the database's own copy was overwritten by ``secure_delete``). A reader in
-        another process holding an old snapshot is waited for (the busy timeout); the next
-        drop's checkpoint finishes what one could not."""
+        another process holding an old snapshot is waited for; :class:`KeyStoreError` if one
+        still holds it after the wait (run the forget or erase again: it finishes this)."""
         connection = self._connect()
-        with self._lock:
-            try:
-                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            except sqlite3.Error as exc:
-                raise self._error("written") from exc
+        for attempt in range(_PURGE_ATTEMPTS):
+            with self._lock:
+                try:
+                    (busy, _, _) = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                except sqlite3.Error as exc:
+                    raise self._error("written") from exc
+            if not busy:
+                return
+            time.sleep(0.01 * (attempt + 1))
+        raise KeyStoreError(
+            f"A forgotten memory's key is gone from the anchors ({self._path}), but their log "
+            "could not be emptied while another process was reading it. Run the forget or "
+            "erase again: it finishes this."
+        )
 
     # -- control records ------------------------------------------------------------------
 
@@ -329,6 +428,8 @@ class Anchors:
             connection.execute("INSERT INTO writes VALUES (?, ?)", (scope, now))
         return True
 
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: The accepted form "no record": 32 zero bytes (no SHA-256 of a sealed record is that).
 _ABSENT = bytes(_DIGEST)

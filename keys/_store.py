@@ -585,7 +585,9 @@ class KeyStore(_NoCopy):
         }
         if not create_private_once(root / KEYSTORE_FILE, json.dumps(document).encode()):
             raise KeyStoreError(f"A key store was created at {root} concurrently; use that one.")
-        return cls(root, document, _stamp_of(os.stat(root / KEYSTORE_FILE)))
+        store = cls(root, document, _stamp_of(os.stat(root / KEYSTORE_FILE)))
+        store.anchors.create()
+        return store
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, allow_readable: bool = False) -> KeyStore:
@@ -599,7 +601,14 @@ class KeyStore(_NoCopy):
         if not allow_readable:
             refuse_open_permissions(root)
         document, stamp = read_document(root)
-        return cls(root, document, stamp)
+        store = cls(root, document, stamp)
+        if not store.anchors.path.exists():
+            raise KeyStoreError(
+                f"The key store at {root} has no {ANCHORS_FILE}: it was removed, or the key "
+                "store was made by a version before ADR 0047. Restore the key store (all of "
+                "it) from your key backup; without the anchors no memory opens."
+            )
+        return store
 
     def _load(self, document: Mapping[str, Any], stamp: Stamp | None) -> _State:
         try:

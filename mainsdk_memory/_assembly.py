@@ -12,6 +12,7 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._context import ContextEntry, render_context
 from mainsdk_memory._errors import InvalidInputError
+from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._records import Hit, MemoryRecord
 from mainsdk_memory._sealing import open_record
 from mainsdk_memory._walls import screen
@@ -32,7 +33,7 @@ def pinned_records(caller: Caller) -> list[MemoryRecord]:
     """The caller's pinned memories (newest first), screened by the injection check."""
     where = caller.filter(pinned=True)
     rows = caller.services.store.list(where, limit=validate.MAX_PINNED_IN_CONTEXT)
-    return screen(caller, [open_record(caller, row) for row in rows])
+    return screen(caller, leave_out_tampered(caller, rows, lambda row: open_record(caller, row)))
 
 
 def entry(record: MemoryRecord) -> ContextEntry:

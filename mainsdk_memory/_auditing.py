@@ -13,6 +13,7 @@ from datetime import datetime
 from mainsdk_memory._errors import (
     AuditError,
     ConfigurationError,
+    IntegrityError,
     KeyStoreError,
     MemoryConflictError,
     MemoryNotFound,
@@ -79,6 +80,23 @@ class Auditor:
                 person=person,
                 memory_ids=(memory_id,),
                 code=rules,
+            )
+        )
+
+    def integrity(self, tenant: str, actor: str, person: str, memory_id: str | None) -> None:
+        """The event of a memory left out of a listing or recall because it disagrees with
+        the key store's anchors (ADR 0047)."""
+        self.emit(
+            AuditEvent(
+                at=self._now(),
+                tenant=tenant,
+                app=self._app,
+                operation="integrity",
+                outcome="error",
+                actor=actor,
+                person=person,
+                memory_ids=() if memory_id is None else (memory_id,),
+                code=IntegrityError.code,
             )
         )
 

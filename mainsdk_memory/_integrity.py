@@ -1,28 +1,44 @@
 """Integrity against whoever can write the memory store: every row checked against its anchor.
 
 The key store's anchors (:mod:`mainsdk_memory.keys._anchors`, ADR 0047) hold, per live
-memory, the highest version written, the pinned flag, the creation time and the salt of the
-memory's seal key. Every row the core opens is checked here first: a current row older than
-the anchor (a rollback), a creation time or pinned flag that is not the anchored one, or a
-memory with no anchor (forgotten, or never written by this key store) is an
-:class:`IntegrityError`; nothing older is ever returned in its place.
+memory, the highest version written, its labels, the pinned flag, the creation time and the
+salt of the memory's seal key. Every row the core opens is checked here first: a current row
+older than the anchor (a rollback), a creation time or pinned flag that is not the anchored
+one, or a memory with no anchor (forgotten, or never written by this key store) is an
+:class:`IntegrityError`; nothing older is ever returned in its place. A closed version's end
+is checked against the next version's sealed start in :mod:`mainsdk_memory._sealing`.
 
 A write anchors before and after the store's change, so an interrupted write leaves a state
 the next read accepts: a first version's anchor exists before its row does; a version the
 anchor has not counted yet is newer, never older, and only a writer with the key can make it;
-a pin change accepts either flag until it completes.
+a pin change accepts either flag until it completes. A reader that raced a writer reads the
+store once more before it calls anything a rollback.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import TypeVar
 
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import IntegrityError, LimitExceededError
-from mainsdk_memory.drivers import StoredRow
+from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
-__all__ = ["anchor_new", "anchor_of", "pin_changed", "pin_changing", "written"]
+__all__ = [
+    "anchor_new",
+    "anchor_of",
+    "anchored_pin",
+    "leave_out_tampered",
+    "pin_changed",
+    "pin_changing",
+    "unanchor",
+    "written",
+]
+
+_Item = TypeVar("_Item")
+_Opened = TypeVar("_Opened")
 
 
 def anchor_new(
@@ -32,6 +48,7 @@ def anchor_new(
     *,
     pinned: bool,
     created_at: datetime,
+    labels: tuple[str, ...],
     cap: int | None,
 ) -> bytes:
     """Anchor a memory about to be written; return its salt.
@@ -41,13 +58,15 @@ def anchor_new(
     """
     services = caller.services
     try:
-        return services.keys.anchors.create(
+        return services.keys.anchors.anchor(
             services.anchor_scope(caller.tenant),
             memory_id,
             services.anchor_subject(caller.tenant, subject),
+            TENANT_SUBJECT if subject == TENANT_SUBJECT else caller.pseudonym(),
             agent=caller.agent,
             pinned=pinned,
             created_at=created_at,
+            labels=labels,
             cap=cap,
         )
     except CapReached:
@@ -57,11 +76,19 @@ def anchor_new(
         ) from None
 
 
+def unanchor(caller: Caller, memory_id: str) -> None:
+    """Drop the anchor of a memory whose first write failed (it holds no row)."""
+    services = caller.services
+    services.keys.anchors.drop(services.anchor_scope(caller.tenant), memory_id)
+
+
 def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     """The anchor of ``row``'s memory, once ``row`` agrees with it; else :class:`IntegrityError`.
 
-    A current row (``valid_to`` unset) must be at least the anchored version and carry the
-    anchored pinned flag; every row carries the anchored creation time and subject.
+    Every row carries the anchored subject and creation time; a current row (``valid_to``
+    unset) is at least the anchored version and carries the anchored pinned flag — or was
+    current when it was read and has been replaced since (a reader that raced a writer,
+    checked by reading the store again).
     """
     services = caller.services
     anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), row.memory_id)
@@ -70,29 +97,59 @@ def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     subject = services.anchor_subject(caller.tenant, caller.subject_of(row))
     agrees = anchor.subject == subject and anchor.created_at == row.created_at
     if agrees and row.valid_to is None:
-        agrees = anchor.pinned in (PIN_CHANGING, row.pinned) and (
-            row.version >= anchor.version or _superseded(caller, row, anchor.version)
-        )
+        current = row.version >= anchor.version and anchor.pinned in (PIN_CHANGING, row.pinned)
+        agrees = current or _raced(caller, row, anchor)
     if not agrees:
         raise IntegrityError(row.memory_id)
     return anchor
 
 
-def _superseded(caller: Caller, row: StoredRow, version: int) -> bool:
-    """Whether ``row`` was current when it was read and a newer version was written since (a
-    read that raced a revision), rather than brought back: the store now holds a current
-    version at least as new as the anchor's."""
+def _raced(caller: Caller, row: StoredRow, anchor: MemoryAnchor) -> bool:
+    """Whether ``row`` disagrees with ``anchor`` only because a writer changed the memory
+    between the read and the check: read again, the same version is now closed and a newer one
+    is current (a revision), or the current version now carries the anchored flag (a pin)."""
     rows = caller.services.store.versions(caller.tenant, caller.app, (row.subject,), row.memory_id)
-    return any(other.valid_to is None and other.version >= version for other in rows)
+    again = {other.version: other for other in rows}
+    same = again.get(row.version)
+    if same is None:
+        return False
+    if same.valid_to is not None:  # revised since: the newer version must be there
+        return any(
+            other.valid_to is None and other.version >= anchor.version for other in rows
+        )
+    fresh = caller.services.keys.anchors.memory(
+        caller.services.anchor_scope(caller.tenant), row.memory_id
+    )
+    return (
+        fresh is not None
+        and row.version >= fresh.version
+        and fresh.pinned in (PIN_CHANGING, same.pinned)
+        and same.pinned != row.pinned  # the flag did move between the two reads
+    )
+
+
+def anchored_pin(anchor: MemoryAnchor, row: StoredRow) -> bool:
+    """The pinned flag a new version of ``row``'s memory carries: the anchored one (the row's
+    while a pin change is under way)."""
+    return row.pinned if anchor.pinned == PIN_CHANGING else bool(anchor.pinned)
 
 
 def written(caller: Caller, row: StoredRow) -> None:
-    """Count ``row``'s version as written, once the store holds it (a first version needs no
-    count: there is nothing older to roll back to)."""
-    if row.version > 1:
-        services = caller.services
-        services.keys.anchors.advance(
-            services.anchor_scope(caller.tenant), row.memory_id, row.version
+    """Count ``row``'s version (and its labels) as written, once the store holds it (a first
+    version needs no count: there is nothing older to roll back to).
+
+    A pin that completed while the version was being written left the new row with the old
+    flag: the store is given the anchored one.
+    """
+    if row.version == 1:
+        return
+    services = caller.services
+    scope = services.anchor_scope(caller.tenant)
+    services.keys.anchors.advance(scope, row.memory_id, row.version, row.labels)
+    anchor = services.keys.anchors.memory(scope, row.memory_id)
+    if anchor is not None and anchor.pinned not in (PIN_CHANGING, row.pinned):
+        services.store.set_pinned(
+            caller.tenant, caller.app, row.subject, row.memory_id, bool(anchor.pinned)
         )
 
 
@@ -103,9 +160,26 @@ def pin_changing(caller: Caller, memory_id: str) -> None:
 
 
 def pin_changed(caller: Caller, memory_id: str, pinned: bool) -> None:
-    """After the store's pinned flag changed: accept only ``pinned``."""
+    """After the store's pinned flag changed (or failed to: the old flag): accept only
+    ``pinned``."""
     services = caller.services
     services.keys.anchors.set_pinned(
         services.anchor_scope(caller.tenant), memory_id, int(pinned)
     )
 
+
+def leave_out_tampered(
+    caller: Caller, items: Iterable[_Item], open_one: Callable[[_Item], _Opened]
+) -> list[_Opened]:
+    """``open_one`` of each of ``items``, without those whose memory fails its integrity
+    check (:class:`IntegrityError`), each left out with an audit event that names it (ADR
+    0047: a listing or a recall is not refused whole for one memory someone edited)."""
+    opened = []
+    for item in items:
+        try:
+            opened.append(open_one(item))
+        except IntegrityError as error:
+            caller.services.audit.integrity(
+                caller.tenant, caller.actor, caller.person, error.memory_id
+            )
+    return opened

@@ -309,22 +309,16 @@ class Memory:
         """
         tenant_id = _tenant.current()
         services = self._services
-        store, app = services.store, services.app
+        app = services.app
         with services.audit.call(tenant_id, "retention", actor="app") as note:
             cutoffs = services.retention_cutoffs()
             issued = []
-            for subject, memory_id in store.expired(tenant_id, app, cutoffs):
-                rows = store.versions(tenant_id, app, (subject,), memory_id)
-                label = next(
-                    (
-                        label
-                        for label, cutoff in cutoffs
-                        if rows and label in rows[-1].labels and rows[-1].created_at < cutoff
-                    ),
-                    None,
-                )
-                if label is None:
-                    continue  # gone meanwhile, or not expired: the driver's word is not enough
+            # The key store's anchors decide (labels and creation time as written), not the
+            # store's columns, which whoever writes the store could edit (ADR 0047).
+            anchors = services.keys.anchors
+            for subject, memory_id, label in anchors.expired(
+                services.anchor_scope(tenant_id), cutoffs
+            ):
                 result = services.erase_memory(tenant_id, subject, memory_id)
                 receipt = services.issue_receipt(
                     tenant_id,

@@ -93,13 +93,17 @@ class Privacy:
                 for pseudonym in pseudonyms:
                     while batch := list(self._rows_of(tenant_id, pseudonym)):
                         for row in batch:
-                            result = services.erase_memory(tenant_id, pseudonym, row.memory_id)
+                            result = services.store.erase(
+                                tenant_id, services.app, pseudonym, row.memory_id
+                            )
                             memory_ids.append(row.memory_id)
                             version_ids.extend(f"{row.memory_id}.v{v}" for v in result.versions)
                             modes.add(result.mode)
                     # Memories the driver cannot decode are never listed: erased by id.
                     for memory_id in services.store.damaged(tenant_id, services.app, pseudonym):
-                        result = services.erase_memory(tenant_id, pseudonym, memory_id)
+                        result = services.store.erase(
+                            tenant_id, services.app, pseudonym, memory_id
+                        )
                         memory_ids.append(memory_id)
                         version_ids.extend(f"{memory_id}.v{v}" for v in result.versions)
                         modes.add(result.mode)

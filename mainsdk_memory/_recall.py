@@ -17,12 +17,13 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError, MemoryCapabilityError
+from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._records import Hit
 from mainsdk_memory._sealing import open_record, open_vector
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._vectors import CANDIDATES
 from mainsdk_memory._walls import screen
-from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
+from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
 
 __all__ = ["MODES", "RecallMode", "recall"]
 
@@ -101,7 +102,7 @@ def recall(
     if use_vectors:
         assert index is not None  # noqa: S101 - use_vectors implies an index
         ranked = index.rank(
-            store, where, index.embed(query), depth, lambda entry: open_vector(caller, entry)
+            store, where, index.embed(query), depth, lambda entry: _open_vector(caller, entry)
         )
         if note is not None and ranked.foreign:
             note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
@@ -124,8 +125,16 @@ def recall(
                 if match:  # erased meanwhile, or outside the filter: left out
                     rows[memory_id] = match[0]
     best = [(rows[key], score) for key, score in ranking[:top_k] if key in rows]
-    records = screen(caller, [open_record(caller, row) for row, _ in best])
+    records = screen(
+        caller, leave_out_tampered(caller, best, lambda hit: open_record(caller, hit[0]))
+    )
     kept = {record.id: record for record in records}
     return [
         Hit(record=kept[row.memory_id], score=score) for row, score in best if row.memory_id in kept
     ]
+
+
+def _open_vector(caller: Caller, entry: VectorEntry) -> bytes | None:
+    """One stored embedding, or ``None`` (audited) if its memory fails its integrity check."""
+    opened = leave_out_tampered(caller, [entry], lambda one: open_vector(caller, one))
+    return opened[0] if opened else None

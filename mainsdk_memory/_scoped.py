@@ -35,7 +35,13 @@ from mainsdk_memory._errors import (
     RequestNotFound,
     ScopeError,
 )
-from mainsdk_memory._integrity import pin_changed, pin_changing, written
+from mainsdk_memory._integrity import (
+    leave_out_tampered,
+    pin_changed,
+    pin_changing,
+    unanchor,
+    written,
+)
 from mainsdk_memory._recall import RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
 from mainsdk_memory._sealing import (
@@ -159,7 +165,7 @@ class _Handle:
         return True
 
     def _keep_policy_labels(
-        self, labels: tuple[str, ...], rows: builtins.list[StoredRow], current: StoredRow
+        self, labels: tuple[str, ...], first: tuple[str, ...], current: StoredRow
     ) -> tuple[str, ...]:
         """``labels`` with every policy label the memory must keep whatever a caller asks.
 
@@ -169,8 +175,8 @@ class _Handle:
         other path removes them.
         """
         retained = self._services.settings.retention
-        policy = [label for label in rows[0].labels if label in retained]
-        child = validate.CHILD_LABEL in rows[0].labels or validate.CHILD_LABEL in current.labels
+        policy = [label for label in first if label in retained]
+        child = validate.CHILD_LABEL in first or validate.CHILD_LABEL in current.labels
         if child or (current.subject != TENANT_SUBJECT and self._caller.is_child()):
             policy.append(validate.CHILD_LABEL)
         missing = [label for label in dict.fromkeys(policy) if label not in labels]
@@ -255,10 +261,18 @@ class _Handle:
                 valid_from=now if start is None else start,
                 recorded_at=now,
             )
-            place = first_place(caller, subject, pinned=pinned, created_at=now, cap=cap)
-            row = seal(caller, contents, place)
-            note.memory_ids.append(row.memory_id)
-            return self._put_version(row, place, contents, child=child)
+            place = first_place(
+                caller, subject, pinned=pinned, created_at=now, labels=checked_labels, cap=cap
+            )
+            note.memory_ids.append(place.memory_id)
+            try:
+                row = seal(caller, contents, place)
+                return self._put_version(row, place, contents, child=child)
+            except BaseException:
+                # Nothing was stored (or, if the store failed after its commit, a row nobody
+                # can open): the anchor goes, so it holds no count against the agent's cap.
+                unanchor(caller, place.memory_id)
+                raise
 
     def revise(
         self,
@@ -283,10 +297,11 @@ class _Handle:
             text = validate.text(text, services.settings.max_text_chars)
             rows, current = self._current_row(memory_id)
             held = open_contents(caller, current)  # its columns are checked before they count
+            first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
             checked_kind = Kind(current.kind) if kind is None else validate.kind(kind)
             checked_labels = self._keep_policy_labels(
                 self._allowed_labels(current.labels if labels is None else validate.labels(labels)),
-                rows,
+                first.labels,
                 current,
             )
             source = self._source(source)
@@ -332,7 +347,7 @@ class _Handle:
                 valid_from=start,
                 recorded_at=now,
             )
-            place = next_place(caller, rows, current)
+            place = next_place(caller, current)
             row = seal(caller, contents, place)
             return self._put_version(row, place, contents, child=child, closes=current.version)
 
@@ -343,9 +358,15 @@ class _Handle:
             open_contents(caller, current)  # a row that disagrees with its anchor stays as is
             check_write(caller, new_personal_memory=False)
             pin_changing(caller, current.memory_id)
-            self._services.store.set_pinned(
-                caller.tenant, caller.app, current.subject, current.memory_id, pinned
-            )
+            try:
+                self._services.store.set_pinned(
+                    caller.tenant, caller.app, current.subject, current.memory_id, pinned
+                )
+            except BaseException:
+                # The store refused: the flag it holds is the old one (if it changed anyway,
+                # the memory fails closed until pinned or unpinned again).
+                pin_changed(caller, current.memory_id, current.pinned)
+                raise
             pin_changed(caller, current.memory_id, pinned)
             _rows, current = self._current_row(memory_id)
             return open_record(caller, current)
@@ -367,8 +388,10 @@ class _Handle:
         caller, services = self._caller, self._services
         tenant_id = caller.tenant
         result = services.erase_memory(tenant_id, subject, memory_id)
-        # Pending requests about the erased memory go too: no id of it stays behind.
-        for key, document in services.control.list(tenant_id, "forget/"):
+        # Pending requests about the erased memory go too: no id of it stays behind. They are
+        # filed under the person the asking agent acted for (shared memory: anyone's).
+        prefix = "forget/" if subject == TENANT_SUBJECT else requests_prefix(caller.pseudonym())
+        for key, document in services.control.list(tenant_id, prefix):
             if document.get("memory_id") == memory_id:
                 services.control.put(tenant_id, key, None)
         claims: dict[str, Any] = {
@@ -407,9 +430,9 @@ class _Handle:
                 raise MemoryCapabilityError("time_travel")
             rows, _ = self._current_row(memory_id)
             where = self._caller.filter()
-            rows = [row for row in rows if where.visible(row)]
-            note.count = len(rows)
-            return [open_record(self._caller, row) for row in rows]
+            visible = [row for row in rows if where.visible(row)]
+            note.count = len(visible)
+            return [open_record(self._caller, row, versions=rows) for row in visible]
 
     def list(
         self,
@@ -429,9 +452,10 @@ class _Handle:
             more = len(rows) > limit
             rows = rows[:limit]
             next_cursor = _encode_cursor(rows[-1]) if more and rows else None
-            note.memory_ids.extend(row.memory_id for row in rows)
-            note.count = len(rows)
-            return Page(items=[open_record(caller, row) for row in rows], next_cursor=next_cursor)
+            items = leave_out_tampered(caller, rows, lambda row: open_record(caller, row))
+            note.memory_ids.extend(record.id for record in items)
+            note.count = len(items)
+            return Page(items=items, next_cursor=next_cursor)
 
     def recall(
         self,
@@ -539,17 +563,18 @@ class PersonMemory(_Handle):
             held = open_contents(caller, current)
             if held.trust is Trust.CONFIRMED:
                 return to_record(caller, current, held)
+            first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
             now = services.now()
             contents = dataclasses.replace(
                 held,
-                labels=self._keep_policy_labels(held.labels, rows, current),
+                labels=self._keep_policy_labels(held.labels, first.labels, current),
                 trust=Trust.CONFIRMED,
                 author=caller.agent,
                 confirmed_by=caller.person,
                 recorded_at=now,
                 valid_from=max(now, current.valid_from),
             )
-            place = next_place(caller, rows, current)
+            place = next_place(caller, current)
             row = seal(caller, contents, place)
             child = validate.CHILD_LABEL in contents.labels
             return self._put_version(row, place, contents, child=child, closes=current.version)
@@ -567,7 +592,25 @@ class PersonMemory(_Handle):
                 if memory_id not in damaged:
                     raise
                 return self._erase_memory(pseudonym, memory_id, request=None)
+            except MemoryNotFound:
+                # A memory of theirs whose rows someone hid in the store (deleted, or closed
+                # with no successor) still has its anchor: forgetting drops it, so no copy of
+                # the rows opens again (ADR 0047).
+                hidden = self._hidden_memory(memory_id)
+                if hidden is None:
+                    raise
+                return self._erase_memory(hidden, memory_id, request=None)
             return self._erase(current, request=None)
+
+    def _hidden_memory(self, memory_id: str) -> str | None:
+        """The store's subject of one of this person's anchored memories, else ``None``."""
+        caller, services = self._caller, self._services
+        anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), memory_id)
+        if anchor is None or anchor.subject != services.anchor_subject(
+            caller.tenant, caller.person
+        ):
+            return None
+        return anchor.row_subject
 
     def pending(self) -> builtins.list[ForgetRequest]:
         """Agents' forget requests about this person that wait for an answer, oldest first."""

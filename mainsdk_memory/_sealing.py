@@ -26,12 +26,12 @@ from pydantic import BaseModel, ValidationError
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import IntegrityError, SealError
-from mainsdk_memory._integrity import anchor_new, anchor_of
+from mainsdk_memory._integrity import anchor_new, anchor_of, anchored_pin
 from mainsdk_memory._records import Kind, MemoryRecord, Scope, Source, Trust
 from mainsdk_memory._text import index_terms
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
-from mainsdk_memory.keys import associated_data
+from mainsdk_memory.keys import SubjectKeys, associated_data
 
 __all__ = [
     "Contents",
@@ -151,29 +151,36 @@ def first_place(
     *,
     pinned: bool,
     created_at: datetime,
+    labels: tuple[str, ...],
     cap: int | None = None,
 ) -> Place:
-    """Where a new memory's first version goes: a fresh id, anchored in the key store.
+    """Where a new memory's first version goes: a fresh id, anchored in the key store with
+    its ``labels`` (the anchors decide retention).
 
     ``cap`` is the writing agent's memories-per-person limit, counted atomically with the
     anchor (:class:`LimitExceededError` once reached).
     """
     memory_id = validate.new_memory_id()
-    salt = anchor_new(caller, subject, memory_id, pinned=pinned, created_at=created_at, cap=cap)
+    salt = anchor_new(
+        caller, subject, memory_id, pinned=pinned, created_at=created_at, labels=labels, cap=cap
+    )
     return Place(memory_id, 1, subject, pinned, created_at, salt)
 
 
-def first_places(caller: Caller, subject: str, created: Sequence[datetime]) -> list[Place]:
-    """Places of many new unpinned memories of ``subject``, anchored in one transaction (a
-    bulk load that writes every row next; an interrupted load leaves anchors of rows never
-    written, which nothing reads)."""
+def first_places(
+    caller: Caller, subject: str, created: Sequence[datetime], labels: tuple[str, ...]
+) -> list[Place]:
+    """Places of many new unpinned memories of ``subject`` with ``labels``, anchored in one
+    transaction (a bulk load that writes every row next; an interrupted load leaves anchors
+    of rows never written: a retention sweep or an erase drops them)."""
     services = caller.services
     ids = [validate.new_memory_id() for _ in created]
     name = services.anchor_subject(caller.tenant, subject)
-    salts = services.keys.anchors.create_many(
+    row_subject = TENANT_SUBJECT if subject == TENANT_SUBJECT else caller.pseudonym()
+    salts = services.keys.anchors.anchor_many(
         services.anchor_scope(caller.tenant),
         [
-            (memory_id, name, caller.agent, 1, False, when)
+            (memory_id, name, row_subject, caller.agent, when, labels)
             for memory_id, when in zip(ids, created, strict=True)
         ],
     )
@@ -183,15 +190,17 @@ def first_places(caller: Caller, subject: str, created: Sequence[datetime]) -> l
     ]
 
 
-def next_place(caller: Caller, rows: Sequence[StoredRow], current: StoredRow) -> Place:
-    """Where the version after ``current`` goes (same memory, subject, pin and salt)."""
+def next_place(caller: Caller, current: StoredRow) -> Place:
+    """Where the version after ``current`` goes: the same memory, subject and salt, with the
+    pin and creation time its anchor holds (never the store's columns)."""
+    anchor = anchor_of(caller, current)
     return Place(
         memory_id=current.memory_id,
         version=current.version + 1,
         subject=caller.subject_of(current),
-        pinned=current.pinned,
-        created_at=rows[0].created_at,
-        salt=anchor_of(caller, current).salt,
+        pinned=anchored_pin(anchor, current),
+        created_at=anchor.created_at,
+        salt=anchor.salt,
     )
 
 
@@ -246,9 +255,35 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
     )
 
 
-def open_contents(caller: Caller, row: StoredRow) -> Contents:
+def open_contents(
+    caller: Caller, row: StoredRow, *, versions: Sequence[StoredRow] | None = None
+) -> Contents:
     """Open ``row``; :class:`SealError` if it was swapped, edited or its key is gone, and
-    :class:`IntegrityError` if it disagrees with its anchor (rolled back, edited, forgotten)."""
+    :class:`IntegrityError` if it disagrees with its anchor (rolled back, edited, forgotten).
+
+    A closed version's end must be its successor's sealed start (the store keeps ``valid_to``
+    in the clear); the successor is taken from ``versions`` (the memory's rows, when the
+    caller holds them) or read from the store.
+    """
+    subject, keys = _keys_of(caller, row)
+    anchor = anchor_of(caller, row)
+    contents = _decrypt(caller, row, subject, keys, anchor.salt)
+    if row.valid_to is not None:
+        rows = versions
+        if rows is None:
+            rows = caller.services.store.versions(
+                caller.tenant, caller.app, (row.subject,), row.memory_id
+            )
+        following = [other for other in rows if other.version == row.version + 1]
+        if not following or following[0].valid_from != row.valid_to:
+            raise IntegrityError(row.memory_id)
+        # The successor's start as sealed (its plain column could be edited to match).
+        if _decrypt(caller, following[0], subject, keys, anchor.salt).valid_from != row.valid_to:
+            raise IntegrityError(row.memory_id)
+    return contents
+
+
+def _keys_of(caller: Caller, row: StoredRow) -> tuple[str, SubjectKeys]:
     subject = caller.subject_of(row)
     keys = caller.services.subject_keys(caller.tenant, subject, create=False)
     if keys is None:
@@ -256,9 +291,15 @@ def open_contents(caller: Caller, row: StoredRow) -> Contents:
             "This memory's key does not exist: its person was erased (the key destroyed), "
             "or this store does not belong to this key store. It cannot be opened."
         )
-    anchor = anchor_of(caller, row)
+    return subject, keys
+
+
+def _decrypt(
+    caller: Caller, row: StoredRow, subject: str, keys: SubjectKeys, salt: bytes
+) -> Contents:
+    """The contents sealed in ``row``, once its plain columns agree with them."""
     plain = keys.open_memory(
-        anchor.salt, row.sealed, memory_ad(caller, subject, row.memory_id, row.version)
+        salt, row.sealed, memory_ad(caller, subject, row.memory_id, row.version)
     )
     try:
         payload = json.loads(plain)
@@ -334,9 +375,11 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
     )
 
 
-def open_record(caller: Caller, row: StoredRow) -> MemoryRecord:
-    """Open ``row`` as the record a caller gets."""
-    return to_record(caller, row, open_contents(caller, row))
+def open_record(
+    caller: Caller, row: StoredRow, *, versions: Sequence[StoredRow] | None = None
+) -> MemoryRecord:
+    """Open ``row`` as the record a caller gets (``versions``: see :func:`open_contents`)."""
+    return to_record(caller, row, open_contents(caller, row, versions=versions))
 
 
 # -- embeddings ----------------------------------------------------------------------------

@@ -145,15 +145,17 @@ class Services:
         return model
 
     def erase_memory(self, tenant_id: str, subject: str, memory_id: str) -> EraseResult:
-        """Erase every version of one memory, drop its opened vectors here and its anchor in
-        the key store (with its salt, so no copy of it left anywhere opens again)."""
-        result = self.store.erase(tenant_id, self.app, subject, memory_id)
+        """Erase every version of one memory: first its anchor in the key store (with its
+        salt, so no copy of it anywhere opens again, even if what follows is interrupted),
+        then its rows, then its opened vectors here."""
         self.keys.anchors.drop(self.anchor_scope(tenant_id), memory_id)
+        result = self.store.erase(tenant_id, self.app, subject, memory_id)
         if self.vectors is not None:
             self.vectors.discard(tenant_id, self.app, subject, memory_id)
         return result
 
     def close(self) -> None:
-        """Close the driver."""
+        """Close the driver and this handle's connection to the anchors."""
         self.driver.close()
+        self.keys.anchors.close()
 

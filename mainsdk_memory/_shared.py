@@ -53,7 +53,8 @@ def confirm_shared(services: Services, tenant_id: str, memory_id: object) -> Mem
         return to_record(caller, current, held)
     now = services.now()
     retained = services.settings.retention
-    kept = [label for label in rows[0].labels if label in retained and label not in held.labels]
+    first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
+    kept = [label for label in first.labels if label in retained and label not in held.labels]
     contents = dataclasses.replace(
         held,
         labels=(*held.labels, *kept),
@@ -63,7 +64,7 @@ def confirm_shared(services: Services, tenant_id: str, memory_id: object) -> Mem
         recorded_at=now,
         valid_from=max(now, current.valid_from),
     )
-    place = next_place(caller, rows, current)
+    place = next_place(caller, current)
     row = seal(caller, contents, place)
     child = validate.CHILD_LABEL in contents.labels
     vector = seal_vector(caller, row, place, contents.text, child=child)

@@ -227,11 +227,12 @@ class VectorIndex:
         where: Filter,
         query: npt.NDArray[np.float32],
         depth: int,
-        opener: Callable[[VectorEntry], bytes],
+        opener: Callable[[VectorEntry], bytes | None],
     ) -> Ranked:
         """The ``depth`` rows of ``where`` nearest ``query``, as ``(key, cosine)``.
 
-        ``opener`` opens one entry's sealed bytes (the caller knows the subject's key). A warm
+        ``opener`` opens one entry's sealed bytes (the caller knows the subject's key), or
+        gives ``None`` to leave the entry out (its memory failed a check). A warm
         recall (the driver returns what it returned last time for this view) reuses the
         stacked matrix and does no work per vector in Python.
         """
@@ -260,7 +261,7 @@ class VectorIndex:
         self,
         entries: list[VectorEntry],
         caches: dict[str, _Subject],
-        opener: Callable[[VectorEntry], bytes],
+        opener: Callable[[VectorEntry], bytes | None],
     ) -> _Stack:
         """Open what is new in ``entries`` and stack the view's vectors."""
         keys: list[Key] = []
@@ -274,7 +275,10 @@ class VectorIndex:
                 continue  # a driver returned a subject the filter did not name
             pair = (entry.memory_id, entry.version)
             if entry.sealed is not None:
-                cache.opened[pair] = unpack(opener(entry), name, dimensions)
+                plain = opener(entry)
+                if plain is None:
+                    continue  # the opener refused it (and said why): left out, not cached
+                cache.opened[pair] = unpack(plain, name, dimensions)
                 self._known.add(pair)
                 entry = entry._replace(sealed=None)
             elif pair not in cache.opened:

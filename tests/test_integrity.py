@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,9 +28,12 @@ import pytest
 from mainsdk_memory import (
     AgentLimits,
     IntegrityError,
+    KeyStoreError,
     Memory,
     MemoryRecord,
     SealError,
+    StoreError,
+    tenant,
 )
 from mainsdk_memory._memory import services_of
 from mainsdk_memory._scoped import caller_of
@@ -61,8 +65,7 @@ def _replace(memory: Memory, rows: list[StoredRow]) -> None:
     """The store's writer puts ``rows`` in place of every version of their memory."""
     first = rows[0]
     memory.driver.erase(first.tenant, first.app, first.subject, first.memory_id)
-    for row in rows:
-        memory.driver.put(row)
+    memory.driver.bulk_put(rows)  # each row as it is (both drivers load rows this way)
 
 
 def _refused(sink: MemorySink, operation: str) -> bool:
@@ -72,20 +75,27 @@ def _refused(sink: MemorySink, operation: str) -> bool:
     )
 
 
+def _integrity_events(sink: MemorySink, memory_id: str) -> int:
+    return sum(
+        1
+        for event in sink.events
+        if event.operation == "integrity" and event.memory_ids == (memory_id,)
+        and event.code == IntegrityError.code
+    )
+
+
 def test_a_memory_rolled_back_to_an_older_version_is_refused(
     audited: Memory, sink: MemorySink
 ) -> None:
     bot = audited.acting_for("ada", agent="bot")
-    record = bot.remember("Ada's locker code is 1234.")
+    record = bot.remember("Ada's locker code is 1234.", pinned=True)
+    other = bot.remember("Ada's locker is in the basement.")
     first = _versions(audited, record)
     bot.revise(record.id, "Ada's locker code changed to 9876.")
     # The writer deletes version 2 and reopens version 1 (an old backup, restored in place).
     _replace(audited, [dataclasses.replace(first[0], valid_to=None)])
     for call in (
         lambda: bot.get(record.id),
-        lambda: audited.person("ada").list(),
-        lambda: bot.recall("locker code"),
-        lambda: bot.context("locker code"),
         lambda: bot.revise(record.id, "Ada's locker code is 1234 again."),
         lambda: audited.person("ada").history(record.id),
     ):
@@ -93,29 +103,89 @@ def test_a_memory_rolled_back_to_an_older_version_is_refused(
             call()
         assert error.value.memory_id == record.id
         assert "1234" not in str(error.value)
-    assert _refused(sink, "get") and _refused(sink, "recall")
+    assert _refused(sink, "get")
+    # A listing, a recall or a context leaves it out (audited) and still serves the others.
+    assert [r.id for r in audited.person("ada").list().items] == [other.id]
+    assert [h.record.id for h in bot.recall("locker code basement")] == [other.id]
+    block = bot.context("locker")
+    assert "1234" not in block and "basement" in block
+    assert _integrity_events(sink, record.id) >= 3
     # Nothing older came back, and the owner can still forget it.
     audited.person("ada").forget(record.id)
-    assert audited.person("ada").list().items == []
+    assert [r.id for r in audited.person("ada").list().items] == [other.id]
 
 
-def test_an_edited_creation_time_does_not_escape_retention(
+def test_an_old_version_reopened_beside_a_stripped_current_one_is_refused(
+    audited: Memory,
+) -> None:
+    """The writer reopens version 1 and keeps version 2 current, but strips its search terms,
+    its pin and its kind, so that only version 1 matches: still nothing of version 1."""
+    bot = audited.acting_for("ada", agent="bot")
+    record = bot.remember("Ada's locker code is 1234.", pinned=True)
+    bot.revise(record.id, "Ada's locker code changed to 9876.")
+    v1, v2 = _versions(audited, record)
+    _replace(audited, [dataclasses.replace(v1, valid_to=None),
+                       dataclasses.replace(v2, terms={}, length=0, pinned=False, kind="event")])
+    assert bot.recall("locker code") == []
+    assert bot.list(kinds=["fact"]).items == []
+    assert "1234" not in bot.context("anything")
+
+
+def test_a_closed_versions_end_moved_into_the_future_is_refused(
+    store_url: str, keys_path: Path
+) -> None:
+    clock = [datetime(2026, 1, 1, tzinfo=UTC)]
+    with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: clock[0]) as memory:
+        bot = memory.acting_for("ada", agent="bot")
+        record = bot.remember("Ada lives in Leeds.")
+        clock[0] += timedelta(days=10)
+        bot.revise(record.id, "Ada lives in York now.")
+        clock[0] += timedelta(days=10)
+        v1, v2 = _versions(memory, record)
+        # v1 "valid until 2100": a time-travel read at today would return Leeds as current.
+        _replace(memory, [dataclasses.replace(v1, valid_to=datetime(2100, 1, 1, tzinfo=UTC)),
+                          v2])
+        texts = [h.record.text for h in bot.recall("Ada lives", as_of=clock[0])]
+        assert "Ada lives in Leeds." not in texts
+        with pytest.raises(IntegrityError):
+            memory.person("ada").history(record.id)
+
+
+def test_retention_follows_the_anchors_not_the_stores_columns(
     store_url: str, keys_path: Path
 ) -> None:
     clock = [datetime(2026, 1, 1, tzinfo=UTC)]
     with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: clock[0],
                      retention={"temp": timedelta(days=90)}) as memory:
         bot = memory.acting_for("ada", agent="bot")
-        record = bot.remember("Ada's trial ends soon.", labels=["temp"])
-        [row] = _versions(memory, record)
+        expiring = bot.remember("Ada's trial ends soon.", labels=["temp"])
+        lasting = bot.remember("Ada's birthday is in May.", labels=["personal"])
+        [expiring_row] = _versions(memory, expiring)
+        [lasting_row] = _versions(memory, lasting)
         clock[0] += timedelta(days=120)
-        # The writer moves its creation time forward, so no sweep ever finds it expired.
-        _replace(memory, [dataclasses.replace(row, created_at=clock[0])])
-        assert memory.enforce_retention() == []  # the sweep's driver query no longer finds it
-        with pytest.raises(IntegrityError):
-            memory.person("ada").get(record.id)
-        with pytest.raises(IntegrityError):
-            bot.recall("trial ends")
+        # The writer moves the expiring memory's creation time forward (to escape the sweep)
+        # and labels the lasting one "temp" (to have the sweep destroy it).
+        _replace(memory, [dataclasses.replace(expiring_row, created_at=clock[0])])
+        _replace(memory, [dataclasses.replace(lasting_row, labels=("temp",))])
+        receipts = memory.enforce_retention()
+        assert [receipt.memory_ids for receipt in receipts] == [(expiring.id,)]
+        assert _versions(memory, expiring) == []
+        assert len(_versions(memory, lasting)) == 1  # still there (it reads as edited)
+
+
+def test_a_first_versions_labels_cleared_in_the_store_do_not_lift_retention(
+    store_url: str, keys_path: Path
+) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app",
+                     retention={"temp": timedelta(days=90)}) as memory:
+        bot = memory.acting_for("ada", agent="bot")
+        record = bot.remember("Ada's trial ends soon.", labels=["temp"])
+        bot.revise(record.id, "Ada's trial ends on Friday.")
+        v1, v2 = _versions(memory, record)
+        _replace(memory, [dataclasses.replace(v1, labels=()), v2])
+        with pytest.raises(SealError):  # the cleared column does not steer the revision
+            bot.revise(record.id, "Ada's trial was extended.", labels=["other"])
+        assert bot.get(record.id).labels == ("temp",)
 
 
 def test_a_pinned_flag_set_in_the_store_is_refused(audited: Memory, sink: MemorySink) -> None:
@@ -123,11 +193,11 @@ def test_a_pinned_flag_set_in_the_store_is_refused(audited: Memory, sink: Memory
     record = bot.remember("Ada likes window seats.")
     [row] = _versions(audited, record)
     audited.driver.set_pinned("acme", "app", row.subject, record.id, True)
-    with pytest.raises(IntegrityError):
-        bot.context("anything at all")  # a pinned memory would go into every context
+    # A pinned memory would go into every context: it is left out, and the audit says why.
+    assert "window seats" not in bot.context("anything at all")
+    assert _integrity_events(sink, record.id) == 1
     with pytest.raises(IntegrityError):
         bot.get(record.id)
-    assert _refused(sink, "context")
     # A pin through the SDK is anchored: it reads.
     audited.driver.set_pinned("acme", "app", row.subject, record.id, False)
     assert bot.pin(record.id).pinned
@@ -294,3 +364,134 @@ def test_the_anchors_files_are_private(memory: Memory, keys_path: Path) -> None:
     assert [path.name for path in files][:1] == [ANCHORS_FILE]
     for path in [*files, keys_path / "anchors.lock"]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+
+
+# -- honest use under failures and races ----------------------------------------------------
+
+
+def test_a_memory_hidden_in_the_store_is_still_forgotten_for_good(
+    audited: Memory, keys_path: Path
+) -> None:
+    ada = audited.person("ada")
+    record = ada.remember("Ada's new address is 4 Elm Road.")
+    backup = _versions(audited, record)
+    audited.driver.erase("acme", "app", backup[0].subject, record.id)  # the writer hides it
+    receipt = ada.forget(record.id)  # the person still forgets it: its salt goes
+    assert receipt.memory_ids == (record.id,)
+    audited.driver.bulk_put(backup)  # and un-hides it later
+    with pytest.raises(IntegrityError):
+        ada.get(record.id)
+
+
+def test_a_failed_pin_leaves_the_pin_anchored(audited: Memory) -> None:
+    bot = audited.acting_for("ada", agent="bot")
+    record = bot.remember("Ada likes tea.")
+    [row] = _versions(audited, record)
+    real = audited.driver.set_pinned
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise StoreError("simulated")
+
+    audited.driver.set_pinned = failing  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        bot.pin(record.id)
+    audited.driver.set_pinned = real  # type: ignore[method-assign]
+    assert bot.get(record.id).pinned is False
+    real("acme", "app", row.subject, record.id, True)  # the writer's pin is still refused
+    assert "Ada likes tea" not in bot.context("zzz unrelated")
+
+
+def test_a_pin_that_lands_during_a_revision_is_kept(
+    audited: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mainsdk_memory import _scoped
+
+    bot = audited.acting_for("ada", agent="bot")
+    other = audited.acting_for("ada", agent="bot")  # stands for another process
+    record = bot.remember("Ada likes tea.")
+    real = _scoped.seal_vector
+
+    def racing(*args: object, **kwargs: object) -> object:
+        monkeypatch.setattr(_scoped, "seal_vector", real)
+        other.pin(record.id)  # between the revision's read and its write
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_scoped, "seal_vector", racing)
+    bot.revise(record.id, "Ada likes green tea.")
+    current = bot.get(record.id)
+    assert (current.version, current.pinned) == (2, True)
+    assert bot.unpin(record.id).pinned is False
+
+
+def test_two_writers_of_one_control_record_end_as_the_store_ends(
+    store_url: str, keys_path: Path
+) -> None:
+    with (
+        Memory.open(store_url, keys=keys_path, app="app") as first,
+        Memory.open(store_url, keys=keys_path, app="app") as second,
+    ):
+        real = first.driver.control_put
+        started = threading.Event()
+        done: list[BaseException | None] = []
+
+        def second_writer() -> None:
+            try:
+                with tenant.use("acme"):
+                    second.set_limits("bot", AgentLimits(writes_per_minute=50))
+                done.append(None)
+            except BaseException as error:
+                done.append(error)
+
+        def slow(*args: object, **kwargs: object) -> None:
+            real(*args, **kwargs)  # type: ignore[arg-type]
+            first.driver.control_put = real  # type: ignore[method-assign]
+            thread.start()
+            started.wait(0.2)  # the second writer waits for this one to finish
+
+        thread = threading.Thread(target=second_writer)
+        first.driver.control_put = slow  # type: ignore[method-assign]
+        first.set_limits("bot", AgentLimits(writes_per_minute=10))
+        thread.join(30)
+        assert done == [None]
+        for instance in (first, second):
+            assert instance.is_killed("bot") is False
+            instance.acting_for("ada", agent="bot").remember("Ada likes tea.")
+
+
+def test_another_persons_damaged_forget_request_does_not_block_a_forget(
+    audited: Memory,
+) -> None:
+    bea = audited.acting_for("bea", agent="bot")
+    bea_memory = bea.remember("Bea's spare key is under the mat.")
+    request = bea.forget(bea_memory.id)
+    key = f"forget/{caller_of(audited.person('bea')).pseudonym()}/{request.id}"
+    audited.driver.control_put("acme", "app", key, None)  # the writer deletes Bea's request
+    ada = audited.person("ada")
+    record = ada.remember("Ada's locker is in the basement.")
+    assert ada.forget(record.id).memory_ids == (record.id,)
+
+
+def test_failed_writes_hold_no_place_under_a_memory_cap(store_url: str, keys_path: Path) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app",
+                     limits=AgentLimits(memories_per_person=3)) as memory:
+        bot = memory.acting_for("ada", agent="bot")
+        real = memory.driver.put
+
+        def failing(*args: object, **kwargs: object) -> None:
+            raise StoreError("simulated")
+
+        memory.driver.put = failing  # type: ignore[method-assign]
+        for i in range(3):
+            with pytest.raises(StoreError):
+                bot.remember(f"Ada note {i}.")
+        memory.driver.put = real  # type: ignore[method-assign]
+        for i in range(3):
+            bot.remember(f"Ada real note {i}.")
+        assert len(memory.person("ada").list().items) == 3
+
+
+def test_a_key_store_without_its_anchors_is_refused(store_url: str, keys_path: Path) -> None:
+    for path in keys_path.glob(ANCHORS_FILE + "*"):
+        path.unlink()
+    with pytest.raises(KeyStoreError, match="anchors"):
+        Memory.open(store_url, keys=keys_path, app="app")

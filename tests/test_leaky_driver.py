@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mainsdk_memory import Memory, MemoryNotFound, SealError, Source, tenant
+from mainsdk_memory import Memory, MemoryNotFound, Source, tenant
+from mainsdk_memory._memory import services_of
 from mainsdk_memory.drivers import (
     Capabilities,
     Driver,
@@ -219,16 +220,22 @@ def test_retention_sweeps_only_what_expired(leaky: tuple[Memory, LeakyDriver, Cl
 def test_another_tenants_shared_vector_does_not_open(
     leaky: tuple[Memory, LeakyDriver, Clock],
 ) -> None:
-    """A vector entry names no tenant, so the core cannot drop another tenant's shared one:
-    it fails to open under this tenant's key (``SealError``) and nothing of it is read."""
+    """A vector entry names no tenant, so the core cannot drop another tenant's shared one by
+    its columns: it has no anchor in this tenant (ADR 0047), so it is left out, nothing of it
+    is read, and the recall serves this tenant's own."""
     memory, _, _ = leaky
     with tenant.use("globex"):
-        memory.acting_for("ada", agent="bot").remember("Globex's harbour note.", about="tenant")
+        theirs = memory.acting_for("ada", agent="bot").remember(
+            "Globex's harbour note.", about="tenant"
+        )
     with tenant.use("acme"):
         bot = memory.acting_for("ada", agent="bot", session="s1")
-        bot.remember("Ada likes the harbour at dawn.")
-        with pytest.raises(SealError):
-            bot.recall(QUERY, mode="vector")
+        mine = bot.remember("Ada likes the harbour at dawn.")
+        found = [hit.record.id for hit in bot.recall(QUERY, mode="vector", top_k=10)]
+        assert found == [mine.id] and theirs.id not in found
+        # It has no anchor here, so no seal key to open it with in this tenant.
+        services = services_of(memory)
+        assert services.keys.anchors.memory(services.anchor_scope("acme"), theirs.id) is None
 
 
 def test_control_records_of_others_do_not_leak(leaky: tuple[Memory, LeakyDriver, Clock]) -> None:

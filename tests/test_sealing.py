@@ -156,7 +156,8 @@ def test_edited_plain_columns_are_detected(memory: Memory, change: dict[str, obj
         row = _row_of(memory, record.id)
         # Re-seal under a second, anchored id so only the edited column is wrong.
         caller = caller_of(ada)
-        place = first_place(caller, "ada", pinned=False, created_at=row.created_at)
+        place = first_place(caller, "ada", pinned=False, created_at=row.created_at,
+                            labels=row.labels)
         forged = dataclasses.replace(row, memory_id=place.memory_id, **change)
         keys = services_of(memory).subject_keys("acme", "ada", create=False)
         anchor = services_of(memory).keys.anchors.memory(

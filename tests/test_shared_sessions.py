@@ -224,7 +224,7 @@ def _old_row(memory: Memory, *, subject: str, text: str, trust: Trust, session_o
         author="bot", confirmed_by=None, data=None, data_type=None, session=name,
         session_token=name, session_only=session_only, valid_from=now, recorded_at=now,
     )
-    place = first_place(caller, subject, pinned=False, created_at=now)
+    place = first_place(caller, subject, pinned=False, created_at=now, labels=("none",))
     row = seal(caller, contents, place)
     assert row.session == "chat"
     services.store.put(row, closes=None, vector=None)
@@ -273,7 +273,7 @@ def test_the_session_a_row_stores_is_sealed_with_it(memory: Memory) -> None:
         confirmed_by=None, data=None, data_type=None, session="chat", session_token=token,
         session_only=False, valid_from=now, recorded_at=now,
     )
-    place = first_place(mine, TENANT_SUBJECT, pinned=False, created_at=now)
+    place = first_place(mine, TENANT_SUBJECT, pinned=False, created_at=now, labels=("none",))
     row = seal(mine, contents, place)
     assert row.session == token
     assert open_contents(mine, row).session == "chat"
