@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import IntegrityError, LimitExceededError
+from mainsdk_memory._errors import IntegrityError, LimitExceededError, MemoryNotFound
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
@@ -93,6 +93,8 @@ def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     services = caller.services
     anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), row.memory_id)
     if anchor is None:
+        if not services.store.versions(caller.tenant, caller.app, (row.subject,), row.memory_id):
+            raise MemoryNotFound  # forgotten between the read and the check
         raise IntegrityError(row.memory_id)
     subject = services.anchor_subject(caller.tenant, caller.subject_of(row))
     agrees = anchor.subject == subject and anchor.created_at == row.created_at
@@ -178,6 +180,8 @@ def leave_out_tampered(
     for item in items:
         try:
             opened.append(open_one(item))
+        except MemoryNotFound:
+            continue  # forgotten meanwhile
         except IntegrityError as error:
             caller.services.audit.integrity(
                 caller.tenant, caller.actor, caller.person, error.memory_id
