@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import IntegrityError, LimitExceededError, MemoryNotFound
+from mainsdk_memory._errors import IntegrityError, LimitExceededError
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
@@ -93,8 +93,6 @@ def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     services = caller.services
     anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), row.memory_id)
     if anchor is None:
-        if not services.store.versions(caller.tenant, caller.app, (row.subject,), row.memory_id):
-            raise MemoryNotFound  # forgotten between the read and the check
         raise IntegrityError(row.memory_id)
     subject = services.anchor_subject(caller.tenant, caller.subject_of(row))
     agrees = anchor.subject == subject and anchor.created_at == row.created_at
@@ -180,10 +178,19 @@ def leave_out_tampered(
     for item in items:
         try:
             opened.append(open_one(item))
-        except MemoryNotFound:
-            continue  # forgotten meanwhile
         except IntegrityError as error:
+            if error.memory_id is not None and _forgotten(caller, error.memory_id):
+                continue  # forgotten between the read and the check: nothing to report
             caller.services.audit.integrity(
                 caller.tenant, caller.actor, caller.person, error.memory_id
             )
     return opened
+
+
+def _forgotten(caller: Caller, memory_id: str) -> bool:
+    """Whether the memory has neither an anchor nor a row left (a forget ran meanwhile)."""
+    services = caller.services
+    if services.keys.anchors.memory(services.anchor_scope(caller.tenant), memory_id):
+        return False
+    subjects = caller.filter().subjects
+    return not services.store.versions(caller.tenant, caller.app, subjects, memory_id)
