@@ -9,8 +9,9 @@ ranking):
 - ``bm25``: :func:`mainsdk_memory.drivers.bm25_rank` over rows whose "blind" tokens are the
   plain :func:`mainsdk_memory._text.index_terms` of each turn (the SDK's BM25, unsealed);
 - ``minilm``: cosine of :class:`~mainsdk_memory.embeddings.MiniLMEmbedder` vectors
-  (:func:`~mainsdk_memory.embeddings.cosine_top_k`); ``hashing``: the same with the
-  model-free :class:`~mainsdk_memory.embeddings.HashingEmbedder`;
+  (:func:`~mainsdk_memory.embeddings.cosine_top_k`); ``static``: the same with the default
+  :class:`~mainsdk_memory.embeddings.StaticEmbedder` (no model runs); ``hashing``: the same
+  with the model-free :class:`~mainsdk_memory.embeddings.HashingEmbedder`;
 - fusions of ``bm25`` with a vector ranking, each list cut at ``--depth`` candidates as a
   store would return them: reciprocal rank fusion (:func:`mainsdk_memory._fusion.rrf`) with
   several ``k`` and vector weights; convex combinations of min-max-normalised scores
@@ -57,7 +58,7 @@ import numpy as np
 from mainsdk_memory._fusion import convex, rrf
 from mainsdk_memory._text import index_terms
 from mainsdk_memory.drivers import StoredRow, bm25_rank
-from mainsdk_memory.embeddings import Embedder, HashingEmbedder, cosine_top_k
+from mainsdk_memory.embeddings import Embedder, HashingEmbedder, StaticEmbedder, cosine_top_k
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
@@ -280,7 +281,7 @@ def run(
 ) -> dict[str, Any]:
     """Every ranker and fusion on every question; metrics on tune, held-out and all."""
     conversations = load(path, date=date)
-    embedders: dict[str, Embedder] = {"hashing": HashingEmbedder()}
+    embedders: dict[str, Embedder] = {"hashing": HashingEmbedder(), "static": StaticEmbedder()}
     report: dict[str, Any] = {"date_in_text": date, "depth": depth, "embed_rate": {}}
     if model:
         from mainsdk_memory.embeddings import MiniLMEmbedder  # needs the extra

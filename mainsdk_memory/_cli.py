@@ -16,6 +16,7 @@ from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
 from mainsdk_memory.drivers.db import upgrade_command
+from mainsdk_memory.embeddings import StaticEmbedder
 from mainsdk_memory.keys import KeyStore
 
 __all__ = ["main", "receipt_main"]
@@ -74,7 +75,10 @@ def _demo(_: argparse.Namespace) -> int:
 
         store = f"local:{root / 'store'}"
         with (
-            Memory.open(store, keys=root / "keys", app="concierge") as memory,
+            # The static embedder ships in the package: meaning without a model or a download.
+            Memory.open(
+                store, keys=root / "keys", app="concierge", embedder=StaticEmbedder()
+            ) as memory,
             tenant.use("acme"),
         ):
             ada = memory.acting_for("ada", agent="concierge-bot", session="chat-1")
@@ -92,12 +96,13 @@ def _demo(_: argparse.Namespace) -> int:
             for record in ada.list().items:
                 print(f"  {record.id}  {record.kind:<10} {record.trust:<9} {record.text}")
 
-            _say("3. Recall 'how should we contact her?'")
-            for hit in ada.recall("how should we contact her on whatsapp or email?"):
+            question = "how do we reach her?"
+            _say(f"3. Recall {question!r} (by meaning: no word of it is in the memory)")
+            for hit in ada.recall(question, top_k=3):
                 print(f"  {hit.score:.2f}  {hit.record.text}")
 
-            _say("4. The context block (put it in a user message, never a system one)")
-            print(ada.context("contact whatsapp email", top_k=2))
+            _say(f"4. The context block for {question!r} (a user message, never a system one)")
+            print(ada.context(question, top_k=2))
 
             _say("5. Revise: Ada moved to Porto in October")
             ada.revise(home.id, "Ada lives in Porto.", valid_from=october,
@@ -128,7 +133,7 @@ def _demo(_: argparse.Namespace) -> int:
                 receipts.verify(tampered, public_pem)
             except ReceiptError:
                 print("  a tampered receipt is refused")
-            left = ada.recall("Lisbon Porto", top_k=5)
+            left = ada.recall("Lisbon Porto", top_k=5, mode="text")
             print(f"  recall after forget: {len(left)} match(es)")
     print("\nDone: the temporary store and keys were deleted.")
     return 0

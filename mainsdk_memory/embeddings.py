@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 import threading
 import unicodedata
@@ -40,13 +41,16 @@ import numpy.typing as npt
 
 from mainsdk_memory._errors import ConfigurationError, InvalidInputError
 from mainsdk_memory._text import index_terms
+from mainsdk_memory._wordpiece import WordPiece
 
 __all__ = [
     "HASHING_DIMENSIONS",
     "MINILM_DIMENSIONS",
+    "STATIC_DIMENSIONS",
     "Embedder",
     "HashingEmbedder",
     "MiniLMEmbedder",
+    "StaticEmbedder",
     "cosine_top_k",
     "from_bytes",
     "to_bytes",
@@ -164,6 +168,95 @@ class HashingEmbedder:
 
     def __repr__(self) -> str:
         return f"HashingEmbedder(dimensions={self.dimensions})"
+
+
+# --- the default: a static embedding distilled from MiniLM -------------------------------
+
+#: The token table inside the package (``tools/distill_static_embedder.py`` rebuilds it).
+STATIC_TABLE: Final = "static-minilm-256.npz"
+#: Width of :class:`StaticEmbedder` vectors.
+STATIC_DIMENSIONS: Final = 256
+
+
+class _StaticTable:
+    """The token table, read once per process (int8 rows and a scale each, 7.6 MB)."""
+
+    def __init__(self, path: str | None = None) -> None:
+        from importlib.resources import files
+
+        resource = files("mainsdk_memory").joinpath("data", STATIC_TABLE)
+        try:
+            with (
+                open(path, "rb") if path else resource.open("rb") as handle,
+                np.load(handle, allow_pickle=False) as data,
+            ):
+                self.vectors: npt.NDArray[np.int8] = np.ascontiguousarray(data["vectors"])
+                self.scales: npt.NDArray[np.float32] = np.ascontiguousarray(data["scales"])
+                tokens = bytes(data["vocab"]).decode("utf-8").split("\n")
+                meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+        except (OSError, KeyError, ValueError) as exc:
+            raise ConfigurationError(
+                "The static embedder's table is missing or damaged in this install. "
+                "Reinstall mainsdk-memory."
+            ) from exc
+        shape = (len(tokens), STATIC_DIMENSIONS)
+        if self.vectors.shape != shape or self.scales.shape != shape[:1]:
+            raise ConfigurationError(
+                "The static embedder's table has the wrong shape. Reinstall mainsdk-memory."
+            )
+        self.meta: dict[str, Any] = meta
+        self.tokenizer = WordPiece({token: row for row, token in enumerate(tokens)})
+
+
+@lru_cache(maxsize=1)
+def _static_table() -> _StaticTable:
+    return _StaticTable()
+
+
+class StaticEmbedder:
+    """The default embedder: one vector per word piece, averaged — no model runs on the text.
+
+    A static embedding distilled from all-MiniLM-L6-v2 (ADR 0083, the recipe of model2vec):
+    each of the model's word pieces (29,527 without the unused ones) was passed through the
+    model once, and its output, cut to 256 principal components and weighted by smooth
+    inverse frequency, is a row of a table shipped inside this package (int8, 7.6 MB in
+    memory, 6.8 MB on disk). A text is cut into word pieces by
+    BERT's uncased WordPiece (:mod:`mainsdk_memory._wordpiece`, pure Python) and its vector
+    is the unit mean of their rows. numpy only: no torch, no download, no network, the same
+    vectors on every machine. It finds meaning where words differ ("how do we reach her?"
+    → "prefers WhatsApp over email"), less sharply than the model itself
+    (:class:`MiniLMEmbedder`, the ``embeddings`` extra). The table loads once per process,
+    when the first embedder is built.
+    """
+
+    name: str = "static-minilm-256-v1"
+    dimensions: int = STATIC_DIMENSIONS
+    uses_model: bool = False
+    """No model runs on the text: it is cut into pieces and looked up in a fixed table."""
+
+    def __init__(self) -> None:
+        self._table = _static_table()
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Vectors of ``texts``: shape ``(len(texts), 256)``, ``float32``, unit rows."""
+        texts = _check_texts(texts)
+        table = self._table
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            ids = table.tokenizer.ids(text) or [table.tokenizer.unknown]
+            pieces = table.vectors[ids].astype(np.float32) * table.scales[ids, None]
+            out[row] = pieces.sum(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unknown = table.tokenizer.unknown
+        fallback = table.vectors[unknown].astype(np.float32) * table.scales[unknown]
+        for empty in np.flatnonzero(norms[:, 0] == 0.0).tolist():
+            out[empty] = fallback  # pieces that cancel out exactly: the unknown piece's row
+            norms[empty, 0] = float(np.linalg.norm(fallback))
+        unit: FloatMatrix = out / norms
+        return unit
+
+    def __repr__(self) -> str:
+        return "StaticEmbedder()"
 
 
 # --- the real local model ----------------------------------------------------------------

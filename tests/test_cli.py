@@ -25,6 +25,9 @@ def test_demo_walks_through_every_step_and_cleans_up() -> None:
                  "Revise", "Forget", "verify"):
         assert step in out
     assert "<memory-data>" in out and "</memory-data>" in out
+    # The natural question, printed as run, finds the WhatsApp memory by meaning (top 3).
+    recall = out.split("== 3. Recall 'how do we reach her?'")[1].split("== 4.")[0]
+    assert "Ada prefers WhatsApp over email." in recall
     assert "Where did she live in September? Ada lives in Lisbon." in out
     assert "Where does she live now?         Ada lives in Porto." in out
     assert "a tampered receipt is refused" in out

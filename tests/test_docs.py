@@ -30,6 +30,10 @@ def test_python_examples_run(doc: str, tmp_path: Path, monkeypatch: pytest.Monke
     namespace: dict[str, object] = {}
     exec(compile(code, doc, "exec"), namespace)  # noqa: S102 - our own documentation
     assert (tmp_path / "memories").is_dir()
+    if doc == "README.md":  # its natural question finds the memory that answers it
+        hits = namespace["hits"]
+        assert isinstance(hits, list)
+        assert hits[0].record.text == "Ada prefers WhatsApp over email."
 
 
 def test_every_error_code_has_a_section_in_the_errors_page() -> None:
