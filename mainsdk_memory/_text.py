@@ -2,7 +2,10 @@
 
 Nothing can be normalised once a term is blinded (an HMAC), so every step happens here, first:
 Unicode NFKC, removal of invisible characters, case folding, splitting on word characters,
-English stopwords, and the Snowball English stemmer.
+English stopwords, and the Snowball English stemmer. Chinese, Japanese and Korean are
+written without spaces between words, so a run of their characters is indexed as its
+overlapping character pairs (one character alone stays itself), as search engines do: a
+query of some of the characters of a longer run finds it.
 """
 
 from __future__ import annotations
@@ -54,7 +57,34 @@ def _stem(word: str) -> str:
     return str(_stemmer().stemWord(word))
 
 
+# Han ideographs (with extensions and compatibility forms), kana, and Hangul syllables.
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+    "\uf900-\ufaff\U00020000-\U0002fa1f]+"
+)
+
+
+def _cjk_terms(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
 def index_terms(text: str) -> list[str]:
     """The normalized index terms of ``text``, in order, repeats kept (for term counts)."""
     folded = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)).casefold()
-    return [_stem(word) for word in _WORD.findall(folded) if word not in STOPWORDS]
+    terms: list[str] = []
+    for word in _WORD.findall(folded):
+        if not _CJK.search(word):
+            if word not in STOPWORDS:
+                terms.append(_stem(word))
+            continue
+        start = 0
+        for run in _CJK.finditer(word):  # the CJK runs as pairs, the rest as words
+            rest = word[start : run.start()]
+            if rest and rest not in STOPWORDS:
+                terms.append(_stem(rest))
+            terms.extend(_cjk_terms(run.group()))
+            start = run.end()
+        rest = word[start:]
+        if rest and rest not in STOPWORDS:
+            terms.append(_stem(rest))
+    return terms
