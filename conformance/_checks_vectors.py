@@ -775,3 +775,78 @@ def check_pinning_keeps_vectors(ctx: CheckContext) -> str | None:
     reference.pin(revised, False)
     _read(ctx, reference, scope.where(), "after set_pinned again")
     return None
+
+
+@check("vectors")
+def check_put_vector(ctx: CheckContext) -> str | None:
+    """put_vector() gives a stored version its vector or replaces it, and changes nothing else.
+
+    A version that is not stored (never, another subject's, erased) raises
+    MemoryConflictError and changes nothing."""
+    _expect_vector_methods(ctx)
+    driver = _driver(ctx)
+    if not callable(getattr(driver, "put_vector", None)):
+        raise CheckFailed("vectors is declared, but the driver has no put_vector() method")
+    reference = _Reference(ctx)
+    scope = ctx.scope()
+    shared = Scope(scope.tenant, scope.app, TENANT_SUBJECT)
+    revised = reference.put(ctx.rows.row(scope))
+    reference.revise(revised)
+    held = reference.put(ctx.rows.row(scope), _vector(ctx))
+    bare = reference.put(ctx.rows.row(scope))
+    common = reference.put(ctx.rows.row(shared))
+    bystander = reference.put(ctx.rows.row(scope), _vector(ctx))
+
+    def put_vector(row: StoredRow, version: int) -> None:
+        vector = _vector(ctx)
+        driver.put_vector(row.tenant, row.app, row.subject, row.memory_id, version, vector)
+        for stored in reference.memories[reference.key(row)]:
+            if stored.row.version == version:
+                stored.vector = vector
+
+    put_vector(revised, 1)  # a closed version
+    put_vector(revised, 2)
+    put_vector(held, 1)  # replaces the vector put with it
+    put_vector(bare, 1)
+    put_vector(bare, 1)  # and again
+    put_vector(common, 1)
+    _read(ctx, reference, scope.where(), "the person, after put_vector")
+    _read(ctx, reference, shared.where(), "the tenant, after put_vector")
+    if ctx.capabilities.time_travel:
+        first = reference.memories[reference.key(revised)][0].row
+        _read(ctx, reference, scope.where(as_of=first.valid_from), "as_of v1, after put_vector")
+    for versions in reference.memories.values():
+        for stored in versions:
+            row = stored.row
+            got = [
+                r
+                for r in ctx.driver.versions(row.tenant, row.app, [row.subject], row.memory_id)
+                if r.version == row.version
+            ]
+            if len(got) != 1:
+                raise CheckFailed(f"put_vector() changed the versions of {label(row)}")
+            expect_same_row(got[0], row, "versions() after put_vector()")
+
+    def refused(what: str, subject: str, memory_id: str, version: int) -> None:
+        try:
+            driver.put_vector(scope.tenant, scope.app, subject, memory_id, version, _vector(ctx))
+        except MemoryConflictError:
+            return
+        except MemorySDKError:
+            raise CheckFailed(
+                f"put_vector() of {what} raised another error than MemoryConflictError"
+            ) from None
+        raise CheckFailed(
+            f"put_vector() of {what} was accepted; it must raise MemoryConflictError"
+        )
+
+    refused("a version that was never stored", held.subject, held.memory_id, 2)
+    refused("a memory that was never stored", held.subject, ctx.rows.memory_id(), 1)
+    refused("another subject's memory", ctx.rows.subject(), bystander.memory_id, 1)
+    _read(ctx, reference, scope.where(), "the person, after rejected put_vector calls")
+    reference.erase(bare)
+    refused("an erased memory", bare.subject, bare.memory_id, 1)
+    _read(ctx, reference, scope.where(), "the person, after put_vector of an erased memory")
+    if ctx.driver.versions(bare.tenant, bare.app, [bare.subject], bare.memory_id):
+        raise CheckFailed("put_vector() of an erased memory brought a version back")
+    return "6 calls on current, closed, shared and bare versions; 4 refused"

@@ -127,6 +127,19 @@ class BaseDriver(abc.ABC):
             "stored_vector(row) nor vectors(); BaseDriver.vectors needs one of them"
         )
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Replace the sealed embedding of one stored version (:meth:`VectorDriver.put_vector`;
+        only drivers that declare ``vectors``, which override it: the base class does not know
+        where a subclass keeps the vectors given to :meth:`put`)."""
+        if not self.capabilities.vectors:
+            raise MemoryCapabilityError("vectors")
+        raise NotImplementedError(
+            f"{type(self).__name__} declares vectors but does not implement put_vector(); "
+            "a reindex (Memory.reindex) needs it"
+        )
+
     # -- the reference behaviour: inherited -------------------------------------------------
 
     def search(

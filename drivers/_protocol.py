@@ -326,3 +326,16 @@ class VectorDriver(Driver, Protocol):
         caller holds those bytes already, so a recall moves only embeddings it has not seen.
         """
         ...
+
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Store ``sealed`` as the embedding of that stored version, replacing the one it had
+        (a reindex backfills versions written before an embedder, or under another one).
+
+        Atomic and durable like :meth:`put`: afterwards :meth:`vectors` returns exactly these
+        bytes for the version. Closed versions may be given too. If the version is not stored
+        (never written, or erased meanwhile), nothing changes and
+        :class:`mainsdk_memory.MemoryConflictError` is raised.
+        """
+        ...

@@ -315,6 +315,16 @@ class Anchors:
             tuple(json.loads(labels)), salt, agent,
         )
 
+    def memories(self, scope: str) -> list[tuple[str, str]]:
+        """``(row subject, memory id)`` of every live memory of ``scope``, sorted (a reindex
+        walks them: the anchors list every memory whatever its session or quarantine)."""
+        return sorted(
+            (row_subject, memory_id)
+            for row_subject, memory_id in self._read(
+                "SELECT row_subject, memory FROM memory WHERE scope = ?", (scope,)
+            )
+        )
+
     def expired(
         self, scope: str, retention: Sequence[tuple[str, datetime]]
     ) -> list[tuple[str, str, str]]:

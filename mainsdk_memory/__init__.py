@@ -54,6 +54,7 @@ from mainsdk_memory._records import (
     Source,
     Trust,
 )
+from mainsdk_memory._reindex import ReindexReport
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory.drivers import Capabilities
 from mainsdk_memory.receipts import Receipt
@@ -93,6 +94,7 @@ __all__ = [
     "RecallMode",
     "Receipt",
     "ReceiptError",
+    "ReindexReport",
     "RequestNotFound",
     "Scope",
     "ScopeError",

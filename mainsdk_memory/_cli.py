@@ -12,6 +12,7 @@ from pathlib import Path
 
 from mainsdk_memory import mcp_server, receipts, tenant
 from mainsdk_memory._cli_privacy import add_privacy_commands
+from mainsdk_memory._cli_reindex import add_reindex_command
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
@@ -170,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mcp_server.add_arguments(serve_mcp)  # the mcp package is imported only when it runs
     serve_mcp.set_defaults(run=mcp_server.run_from_args)
     add_privacy_commands(commands)
+    add_reindex_command(commands)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))

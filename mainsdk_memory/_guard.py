@@ -141,6 +141,13 @@ class GuardedStore:
         else:
             self.driver.put(row, closes=closes, vector=vector)
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Replace one stored version's sealed embedding."""
+        assert isinstance(self.driver, VectorDriver)  # noqa: S101 - checked when opened
+        self.driver.put_vector(tenant, app, subject, memory_id, version, sealed)
+
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag on the memory's current version."""
         self.driver.set_pinned(tenant, app, subject, memory_id, pinned)

@@ -9,7 +9,7 @@ The handles live in :mod:`mainsdk_memory._scoped`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
@@ -17,6 +17,7 @@ from typing import Any, Unpack
 
 from pydantic import BaseModel
 
+from mainsdk_memory import _reindex
 from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
@@ -31,6 +32,7 @@ from mainsdk_memory._errors import (
 from mainsdk_memory._options import Options, Settings, settle
 from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits, MemoryRecord
+from mainsdk_memory._reindex import ReindexReport
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._services import Services
 from mainsdk_memory._shared import confirm_shared
@@ -298,6 +300,62 @@ class Memory:
             tenant_id, "confirm-shared", actor="app", memory_ids=ids
         ):
             return confirm_shared(self._services, tenant_id, memory_id)
+
+    # -- embeddings ---------------------------------------------------------------------
+
+    def reindex(
+        self,
+        people: Iterable[str] = (),
+        *,
+        batch: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ReindexReport:
+        """Give every version of the current tenant's memories this store's embedder's vector.
+
+        Versions written before an embedder was configured, or under another one, are opened,
+        embedded and given a sealed vector (:meth:`VectorDriver.put_vector`); versions that
+        hold this embedder's vector already are left alone, so a second run embeds nothing
+        and an interrupted run resumes. Shared (``about="tenant"``) memories are always
+        walked; a person's memories only when ``people`` names them, as no store or key store
+        can turn a row's pseudonym back into the person's id (their memories are counted as
+        ``unreached``). A memory that fails its integrity check or is damaged is skipped and
+        counted; a child's memories are never given to an embedder that uses a model.
+        ``progress(done, total)`` is called after each ``batch`` memories. Audited once,
+        with counts only (actor ``app``).
+        """
+        tenant_id = _tenant.current()
+        index = self._services.vectors
+        if index is None:
+            raise MemoryCapabilityError(
+                "vectors",
+                "This store was opened without an embedder, so there is nothing to reindex "
+                "with. Open it with embedder=... (for example "
+                "mainsdk_memory.embeddings.StaticEmbedder()) and call reindex again.",
+            )
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise InvalidInputError("batch is a positive integer.")
+        if progress is not None and not callable(progress):
+            raise InvalidInputError("progress is a callable (done, total), or None.")
+        if isinstance(people, str):
+            raise InvalidInputError("people is a list of person ids, not one string.")
+        named = list(people)
+        with self._services.audit.call(tenant_id, "reindex", actor="app") as note:
+            report = _reindex.reindex(
+                self._services, index, tenant_id, named, batch=batch, progress=progress
+            )
+            note.count = report.embedded
+            note.extra.extend(
+                [
+                    ("embedder", report.embedder),
+                    ("people", str(len(set(named)))),
+                    ("scanned", str(report.scanned)),
+                    ("skipped", str(
+                        report.skipped_damaged + report.skipped_child + report.skipped_unseen
+                    )),
+                    ("unreached", str(report.unreached)),
+                ]
+            )
+            return report
 
     # -- retention ----------------------------------------------------------------------
 

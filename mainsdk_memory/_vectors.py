@@ -156,18 +156,32 @@ class VectorIndex:
 
     def embed(self, text: str) -> npt.NDArray[np.float32]:
         """The embedder's unit vector of ``text``, checked."""
-        matrix = np.asarray(self.embedder.embed([text]))
+        return self.embed_many([text])[0]
+
+    def embed_many(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """The embedder's unit vector of each of ``texts`` (one call to the embedder), checked."""
+        if not texts:
+            return []
+        matrix = np.asarray(self.embedder.embed(list(texts)))
         dimensions = self.embedder.dimensions
-        if matrix.shape != (1, dimensions) or not np.all(np.isfinite(matrix)):
+        expected = (len(texts), dimensions)
+        if matrix.shape != expected or not np.all(np.isfinite(matrix)):
             raise ConfigurationError(
                 f"The embedder {self.embedder.name!r} returned an array of shape "
-                f"{matrix.shape} (or non-finite values) where (1, {dimensions}) finite values "
+                f"{matrix.shape} (or non-finite values) where {expected} finite values "
                 "were expected; nothing was stored."
             )
-        vector = matrix[0].astype(np.float32)
-        norm = float(np.linalg.norm(vector))
-        unit: npt.NDArray[np.float32] = vector / norm if norm > 0.0 else vector
-        return unit
+        units: list[npt.NDArray[np.float32]] = []
+        for row in matrix:
+            vector = row.astype(np.float32)
+            norm = float(np.linalg.norm(vector))
+            units.append(vector / norm if norm > 0.0 else vector)
+        return units
+
+    def is_current(self, plain: bytes) -> bool:
+        """Whether the opened payload ``plain`` is this embedder's (``False``: another
+        embedder's); :class:`SealError` if it is damaged."""
+        return unpack(plain, self.embedder.name, self.embedder.dimensions) is not None
 
     def seal(self, vector: npt.NDArray[np.float32], seal: Callable[[bytes], bytes]) -> bytes:
         """``vector`` packed with this embedder's name, then sealed by ``seal``."""

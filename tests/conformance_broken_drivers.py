@@ -277,6 +277,16 @@ class LocalVectorsDriver(LocalDriver):
                 key = (row.tenant, row.app, row.subject, row.memory_id, row.version)
                 self._vectors[key] = bytes(vector)
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Replace a stored version's vector (MemoryConflictError if it is not stored)."""
+        with self._vectors_lock:
+            stored = LocalDriver.versions(self, tenant, app, [subject], memory_id)
+            if version not in {row.version for row in stored}:
+                raise MemoryConflictError
+            self._vectors[(tenant, app, subject, memory_id, version)] = bytes(sealed)
+
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
     ) -> list[VectorEntry]:

@@ -17,7 +17,7 @@ def test_exported_names() -> None:
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",
         "NoTenantError", "Options", "Page", "PersonMemory", "Privacy", "ReadPolicy", "RecallMode",
-        "Receipt", "ReceiptError", "RequestNotFound",
+        "Receipt", "ReceiptError", "ReindexReport", "RequestNotFound",
         "Scope", "ScopeError", "ScopedMemory", "SealError", "Source", "StoreError",
         "TenantMismatchError", "Trust", "__version__", "audit", "injection", "receipts", "tenant",
     ])

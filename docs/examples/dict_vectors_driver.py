@@ -5,6 +5,7 @@ from dataclasses import replace
 
 from dict_driver import DictDriver, key_of
 
+from mainsdk_memory import MemoryConflictError
 from mainsdk_memory.drivers import EraseResult, StoredRow
 
 
@@ -29,6 +30,14 @@ class DictVectorsDriver(DictDriver):
     def stored_vector(self, row: StoredRow) -> bytes | None:  # the hook vectors() uses
         with self._lock:
             return self._vectors.get((key_of(row), row.version))
+
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        with self._lock:  # the check and the store in one atomic step
+            if version not in {r.version for r in self.versions(tenant, app, [subject], memory_id)}:
+                raise MemoryConflictError("This version is not stored; nothing was changed.")
+            self._vectors[((tenant, app, subject, memory_id), version)] = bytes(sealed)
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         with self._lock:

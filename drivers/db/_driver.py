@@ -663,6 +663,52 @@ class DbDriver(BaseDriver):
             if changed.rowcount != 1:
                 raise MemoryConflictError
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Replace the sealed embedding of one stored version, in one transaction (under the
+        tenant's row-level security, as every write); :class:`MemoryConflictError` and
+        nothing changed if that version is not stored."""
+        v, e = VERSIONS.c, EMBEDDINGS.c
+        if not isinstance(sealed, bytes | bytearray | memoryview):
+            raise TypeError("sealed must be bytes (the sealed embedding)")
+        with (
+            translated("storing an embedding"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
+        ):
+            marked = connection.execute(
+                update(VERSIONS)
+                .where(
+                    v.tenant == tenant,
+                    v.app == app,
+                    v.subject == subject,
+                    v.memory_id == memory_id,
+                    v.version == version,
+                )
+                .values(embedded=True)
+            )
+            if marked.rowcount != 1:
+                raise MemoryConflictError("This version is not stored; nothing was changed.")
+            connection.execute(
+                delete(EMBEDDINGS).where(
+                    e.tenant == tenant,
+                    e.app == app,
+                    e.memory_id == memory_id,
+                    e.version == version,
+                )
+            )
+            connection.execute(
+                insert(EMBEDDINGS),
+                {
+                    "tenant": tenant,
+                    "app": app,
+                    "memory_id": memory_id,
+                    "version": version,
+                    "subject": subject,
+                    "sealed": bytes(sealed),
+                },
+            )
+
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
     ) -> list[StoredRow]:

@@ -239,8 +239,8 @@ def tables_v2(metadata: MetaData) -> tuple[Table, Table, Table, Table, Table]:
         # Assigned by the database at INSERT (SQLite rowid, PostgreSQL identity).
         Column("doc", BigInteger, FetchedValue(), nullable=False),
         # Whether the version has its sealed embedding in memory_embeddings: set with it, in
-        # the same transaction, and never changed (a version is never rewritten), so which
-        # rows of a scope have one is read from the covering index alone.
+        # the same transaction (by put, or by put_vector when a reindex adds one later), so
+        # which rows of a scope have one is read from the covering index alone.
         Column("embedded", Boolean, server_default=false(), nullable=False),
         PrimaryKeyConstraint("tenant", "app", "memory_id", "version", name="memory_versions_pkey"),
     )

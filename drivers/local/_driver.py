@@ -1085,6 +1085,27 @@ class LocalDriver(BaseDriver):
             self._log_change(folder, memory_id)
             self._write_file(folder, memory_id, rows, stored.vectors)
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        """Replace the sealed embedding of one stored version (atomic and durable, like
+        :meth:`put`); :class:`MemoryConflictError` if that version is not stored."""
+        if not isinstance(sealed, bytes | bytearray | memoryview):
+            raise TypeError("sealed must be bytes (the sealed embedding)")
+        folder = self._subject_dir(tenant, app, subject)
+        with self._writing(folder):
+            stored = self._stored(folder, memory_id)
+            slots = (
+                [] if stored is None
+                else [i for i, row in enumerate(stored.rows) if row.version == version]
+            )
+            if stored is None or not slots:
+                raise MemoryConflictError("This version is not stored; nothing was changed.")
+            vectors = list(stored.vectors)
+            vectors[slots[0]] = bytes(sealed)
+            self._log_change(folder, memory_id)
+            self._write_file(folder, memory_id, stored.rows, vectors)
+
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
     ) -> builtins.list[StoredRow]:
