@@ -57,6 +57,12 @@ class LeakyDriver:
         if vector is not None:
             self.vectors_held[_key(row)] = vector
 
+    def put_vector(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
+    ) -> None:
+        self.inner.put_vector(tenant, app, subject, memory_id, version, sealed)
+        self.vectors_held[(tenant, app, subject, memory_id, version)] = sealed
+
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         self.inner.set_pinned(tenant, app, subject, memory_id, pinned)
         self._sync(tenant, app, subject, memory_id)

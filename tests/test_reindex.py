@@ -13,6 +13,7 @@ import pytest
 
 from mainsdk_memory import Memory, MemoryCapabilityError, ReindexReport, tenant
 from mainsdk_memory._cli import main
+from mainsdk_memory._memory import services_of
 from mainsdk_memory.audit import AuditEvent
 from mainsdk_memory.embeddings import HashingEmbedder, StaticEmbedder
 
@@ -147,7 +148,7 @@ def test_a_damaged_memory_is_skipped_and_counted(store_url: str, keys_path: Path
     ids = _write(store_url, keys_path)
     with _static(store_url, keys_path) as memory, tenant.use("acme"):
         # The key store's anchors say bob's first memory is ada's: it fails its check.
-        services = memory._services
+        services = services_of(memory)
         anchors = services.keys.anchors
         scope = services.anchor_scope("acme")
         ada_subject = services.anchor_subject("acme", "ada")
