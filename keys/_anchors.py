@@ -28,12 +28,12 @@ checkpoint, so the log's copies of a dropped salt go too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import secrets
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,7 +69,7 @@ _SCHEMA = (
 )
 
 _DIGEST = 32
-_PURGE_ATTEMPTS = 50
+_PURGE_WAIT_MS = 250
 
 
 def _micros(when: datetime) -> int:
@@ -122,7 +122,10 @@ class Anchors:
     def __init__(self, root: Path) -> None:
         self._path = root / ANCHORS_FILE
         self._lock = threading.RLock()
+        self._read_lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._purge_pending = False
 
     @property
     def path(self) -> Path:
@@ -195,10 +198,30 @@ class Anchors:
                     yield connection
             except sqlite3.Error as exc:
                 raise self._error("written") from exc
+        if self._purge_pending:
+            self._purge_log()  # a drop's log is still to be emptied
+
+    def _reading(self) -> sqlite3.Connection:
+        """The connection reads use: its own, so no read waits behind a write's fsync (in
+        write-ahead-log mode readers never wait for a writer)."""
+        reader = self._reader
+        if reader is None:
+            self._connect()  # the file exists and is in WAL mode from here on
+            with self._read_lock:
+                if self._reader is None:
+                    try:
+                        self._reader = sqlite3.connect(
+                            self._path, timeout=30.0, isolation_level=None,
+                            check_same_thread=False,
+                        )
+                    except sqlite3.Error as exc:
+                        raise self._error("opened") from exc
+                reader = self._reader
+        return reader
 
     def _read(self, sql: str, parameters: tuple[object, ...]) -> list[tuple[Any, ...]]:
-        connection = self._connect()
-        with self._lock:
+        connection = self._reading()
+        with self._read_lock:
             try:
                 return connection.execute(sql, parameters).fetchall()
             except sqlite3.Error as exc:
@@ -215,11 +238,15 @@ class Anchors:
             raise self._error("locked") from exc
 
     def close(self) -> None:
-        """Close the connection (a later call opens it again)."""
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        """Empty the log if a drop could not, and close the connections (a later call opens
+        them again)."""
+        if self._purge_pending:
+            self._purge_log()
+        with self._lock, self._read_lock:
+            for connection in (self._connection, self._reader):
+                if connection is not None:
+                    connection.close()
+            self._connection = self._reader = None
 
     # -- memories -------------------------------------------------------------------------
 
@@ -363,24 +390,24 @@ class Anchors:
 
     def _purge_log(self) -> None:
         """Copy the log into the database and truncate it: a dropped salt's page images in the
-        log go (the database's own copy was overwritten by ``secure_delete``). A reader in
-        another process holding an old snapshot is waited for; :class:`KeyStoreError` if one
-        still holds it after the wait (run the forget or erase again: it finishes this)."""
+        log go (the database's own copy was overwritten by ``secure_delete``).
+
+        A reader in another process holding an old snapshot blocks it; it is waited for a
+        moment, never for long, and otherwise the log is emptied by the next write's or
+        :meth:`close`'s attempt (the salt may stay in the key store's log until then; no
+        copy in the memory store is affected).
+        """
         connection = self._connect()
-        for attempt in range(_PURGE_ATTEMPTS):
-            with self._lock:
-                try:
-                    (busy, _, _) = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                except sqlite3.Error as exc:
-                    raise self._error("written") from exc
-            if not busy:
-                return
-            time.sleep(0.01 * (attempt + 1))
-        raise KeyStoreError(
-            f"A forgotten memory's key is gone from the anchors ({self._path}), but their log "
-            "could not be emptied while another process was reading it. Run the forget or "
-            "erase again: it finishes this."
-        )
+        with self._lock:
+            try:
+                connection.execute(f"PRAGMA busy_timeout = {_PURGE_WAIT_MS}")
+                (busy, _, _) = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error:
+                busy = 1
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute("PRAGMA busy_timeout = 30000")
+            self._purge_pending = bool(busy)
 
     # -- control records ------------------------------------------------------------------
 

@@ -785,7 +785,6 @@ class KeyStore(_NoCopy):
         with self._subjects_lock(exclusive=False):  # a rotation never writes it back
             file = self._subject_file(tenant, app, subject)
             existed = remove_durably(file)
-            self.anchors.drop_subject(file.stem)
             try:
                 # After the removal: a handle that sees the epoch move reads no file.
                 announce_destroy(self.path / SUBJECTS_LOCK)
@@ -795,6 +794,7 @@ class KeyStore(_NoCopy):
                     "not be told (subjects.lock cannot be written). Free disk space or fix its "
                     "permissions, then run the erase again."
                 ) from exc
+            self.anchors.drop_subject(file.stem)  # the subject's memories' salts go too
         with self._lock:
             cached = self._cache.pop(cache_key, None)
         if cached is not None and cached._guard is not None:

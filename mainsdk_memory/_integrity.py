@@ -17,12 +17,12 @@ store once more before it calls anything a rollback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import IntegrityError, LimitExceededError
+from mainsdk_memory._errors import IntegrityError, LimitExceededError, MemoryConflictError
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
@@ -30,6 +30,7 @@ __all__ = [
     "anchor_new",
     "anchor_of",
     "anchored_pin",
+    "check_versions",
     "leave_out_tampered",
     "pin_changed",
     "pin_changing",
@@ -86,9 +87,10 @@ def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     """The anchor of ``row``'s memory, once ``row`` agrees with it; else :class:`IntegrityError`.
 
     Every row carries the anchored subject and creation time; a current row (``valid_to``
-    unset) is at least the anchored version and carries the anchored pinned flag — or was
-    current when it was read and has been replaced since (a reader that raced a writer,
-    checked by reading the store again).
+    unset) is at least the anchored version and carries the anchored pinned flag. One that
+    was current when it was read and has been replaced since (a reader that raced a writer,
+    checked by reading the store again) raises :class:`MemoryConflictError`: it is never
+    served, since a store's writer could stage the same picture.
     """
     services = caller.services
     anchor = services.keys.anchors.memory(services.anchor_scope(caller.tenant), row.memory_id)
@@ -98,10 +100,24 @@ def anchor_of(caller: Caller, row: StoredRow) -> MemoryAnchor:
     agrees = anchor.subject == subject and anchor.created_at == row.created_at
     if agrees and row.valid_to is None:
         current = row.version >= anchor.version and anchor.pinned in (PIN_CHANGING, row.pinned)
-        agrees = current or _raced(caller, row, anchor)
+        if not current and _raced(caller, row, anchor):
+            # What was read is no longer the memory's state: never serve it (a store's
+            # writer could stage exactly this). The caller reads again, or leaves it out.
+            raise MemoryConflictError(
+                "The memory changed while it was read (a revision or a pin in another call); "
+                "nothing was returned. Read it again."
+            )
+        agrees = current
     if not agrees:
         raise IntegrityError(row.memory_id)
     return anchor
+
+
+def check_versions(rows: Sequence[StoredRow]) -> None:
+    """:class:`IntegrityError` unless ``rows`` are one memory's versions 1, 2, … with none
+    missing (a store's writer who deleted old versions would otherwise go unnoticed)."""
+    if rows and [row.version for row in rows] != list(range(1, len(rows) + 1)):
+        raise IntegrityError(rows[0].memory_id)
 
 
 def _raced(caller: Caller, row: StoredRow, anchor: MemoryAnchor) -> bool:
@@ -178,6 +194,8 @@ def leave_out_tampered(
     for item in items:
         try:
             opened.append(open_one(item))
+        except MemoryConflictError:
+            continue  # changed while read: this listing leaves it out, the next has it
         except IntegrityError as error:
             if error.memory_id is not None and _forgotten(caller, error.memory_id):
                 continue  # forgotten between the read and the check: nothing to report

@@ -36,6 +36,7 @@ from mainsdk_memory._errors import (
     ScopeError,
 )
 from mainsdk_memory._integrity import (
+    check_versions,
     leave_out_tampered,
     pin_changed,
     pin_changing,
@@ -297,6 +298,7 @@ class _Handle:
             text = validate.text(text, services.settings.max_text_chars)
             rows, current = self._current_row(memory_id)
             held = open_contents(caller, current)  # its columns are checked before they count
+            check_versions(rows)
             first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
             checked_kind = Kind(current.kind) if kind is None else validate.kind(kind)
             checked_labels = self._keep_policy_labels(
@@ -369,6 +371,13 @@ class _Handle:
                 raise
             pin_changed(caller, current.memory_id, pinned)
             _rows, current = self._current_row(memory_id)
+            if current.pinned != pinned:
+                # A revision landed meanwhile with the flag it had read: give the new version
+                # the flag now anchored (the revision's own check could not, mid-change).
+                self._services.store.set_pinned(
+                    caller.tenant, caller.app, current.subject, current.memory_id, pinned
+                )
+                _rows, current = self._current_row(memory_id)
             return open_record(caller, current)
 
     def pin(self, memory_id: str) -> MemoryRecord:
@@ -430,6 +439,7 @@ class _Handle:
                 raise MemoryCapabilityError("time_travel")
             rows, _ = self._current_row(memory_id)
             where = self._caller.filter()
+            check_versions(rows)
             visible = [row for row in rows if where.visible(row)]
             note.count = len(visible)
             return [open_record(self._caller, row, versions=rows) for row in visible]
@@ -563,6 +573,7 @@ class PersonMemory(_Handle):
             held = open_contents(caller, current)
             if held.trust is Trust.CONFIRMED:
                 return to_record(caller, current, held)
+            check_versions(rows)
             first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
             now = services.now()
             contents = dataclasses.replace(

@@ -13,7 +13,7 @@ import dataclasses
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import InvalidInputError, MemoryNotFound
-from mainsdk_memory._integrity import written
+from mainsdk_memory._integrity import check_versions, written
 from mainsdk_memory._records import MemoryRecord, Trust
 from mainsdk_memory._sealing import next_place, open_contents, seal, seal_vector, to_record
 from mainsdk_memory._services import Services
@@ -53,6 +53,7 @@ def confirm_shared(services: Services, tenant_id: str, memory_id: object) -> Mem
         return to_record(caller, current, held)
     now = services.now()
     retained = services.settings.retention
+    check_versions(rows)
     first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
     kept = [label for label in first.labels if label in retained and label not in held.labels]
     contents = dataclasses.replace(

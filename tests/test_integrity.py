@@ -495,3 +495,73 @@ def test_a_key_store_without_its_anchors_is_refused(store_url: str, keys_path: P
         path.unlink()
     with pytest.raises(KeyStoreError, match="anchors"):
         Memory.open(store_url, keys=keys_path, app="app")
+
+
+def test_a_revision_that_lands_inside_a_pin_keeps_the_memory_readable(audited: Memory) -> None:
+    bot = audited.acting_for("ada", agent="bot")
+    record = bot.remember("Ada likes tea.")
+    driver = audited.driver
+    real = driver.set_pinned
+
+    def pin_then_revision(*args: object, **kwargs: object) -> None:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        driver.set_pinned = real  # type: ignore[method-assign]
+        # Another caller's revision, between the pin's store write and its anchor update:
+        # it read the old flag and writes version 2 with it.
+        audited.acting_for("ada", agent="bot").revise(record.id, "Ada likes green tea.")
+
+    driver.set_pinned = pin_then_revision  # type: ignore[method-assign]
+    assert bot.pin(record.id).pinned is True
+    current = bot.get(record.id)
+    assert (current.version, current.pinned, current.text) == (2, True, "Ada likes green tea.")
+    assert bot.unpin(record.id).pinned is False
+
+
+def test_a_staged_race_never_serves_the_older_version(tmp_path: Path, keys_path: Path) -> None:
+    """SQLite's writer drops the unique index, reopens version 1 beside a closed copy of it
+    and moves version 2's creation time so the reopened row sorts first: the picture of a
+    reader that raced a revision. The older text is never served."""
+    import sqlite3
+
+    sink = MemorySink()
+    db = tmp_path / "memory.db"
+    with Memory.open(f"sqlite:///{db}", keys=keys_path, app="app", audit=sink) as memory:
+        bot = memory.acting_for("ada", agent="bot")
+        record = bot.remember("Ada's locker code is 1234.")
+        bot.revise(record.id, "Ada's locker code changed to 9876.")
+    connection = sqlite3.connect(db)
+    columns = [row[1] for row in connection.execute("PRAGMA table_info(memory_versions)")]
+    others = ",".join(name for name in columns if name != "doc")
+    rows = connection.execute("SELECT doc, version FROM memory_versions").fetchall()
+    v1 = next(doc for doc, version in rows if version == 1)
+    v2 = next(doc for doc, version in rows if version == 2)
+    connection.execute("DROP INDEX memory_versions_key")
+    connection.execute(
+        f"INSERT INTO memory_versions (doc, {others}) "  # noqa: S608 - column names from SQLite
+        f"SELECT 1000, {others} FROM memory_versions WHERE doc = ?", (v1,)
+    )
+    connection.execute("UPDATE memory_versions SET valid_to = NULL WHERE doc = ?", (v1,))
+    connection.execute(
+        "UPDATE memory_versions SET created_at = created_at - 1 WHERE doc = ?", (v2,)
+    )
+    connection.commit()
+    connection.close()
+    with Memory.open(f"sqlite:///{db}", keys=keys_path, app="app", audit=sink) as memory:
+        bot = memory.acting_for("ada", agent="bot")
+        served = [item.text for item in memory.person("ada").list().items]
+        served += [hit.record.text for hit in bot.recall("locker code")]
+        assert "Ada's locker code is 1234." not in served
+        assert "1234" not in bot.context("locker code")
+
+
+def test_deleted_old_versions_do_not_vanish_unnoticed(audited: Memory) -> None:
+    bot = audited.acting_for("ada", agent="bot")
+    record = bot.remember("Ada lives in Leeds.")
+    bot.revise(record.id, "Ada lives in York.")
+    bot.revise(record.id, "Ada lives in Hull.")
+    _, v2, v3 = _versions(audited, record)
+    _replace(audited, [v2, v3])  # the writer deletes version 1
+    with pytest.raises(IntegrityError):
+        audited.person("ada").history(record.id)
+    with pytest.raises(IntegrityError):
+        bot.revise(record.id, "Ada lives in Bath.")
