@@ -67,38 +67,32 @@ class Auditor:
         except Exception as exc:
             raise AuditError(operation, outcome, event.memory_ids) from exc
 
-    def omitted(self, tenant: str, actor: str, person: str, memory_id: str, rules: str) -> None:
-        """The event of a recalled memory the injection check left out."""
+    def _one(
+        self, tenant: str, operation: str, outcome: str, actor: str, person: str,
+        memory_id: str | None, code: str,
+    ) -> None:
         self.emit(
             AuditEvent(
                 at=self._now(),
                 tenant=tenant,
                 app=self._app,
-                operation="omit",
-                outcome="refused",
+                operation=operation,
+                outcome=outcome,
                 actor=actor,
                 person=person,
-                memory_ids=(memory_id,),
-                code=rules,
+                memory_ids=() if memory_id is None else (memory_id,),
+                code=code,
             )
         )
+
+    def omitted(self, tenant: str, actor: str, person: str, memory_id: str, rules: str) -> None:
+        """The event of a recalled memory the injection check left out."""
+        self._one(tenant, "omit", "refused", actor, person, memory_id, rules)
 
     def integrity(self, tenant: str, actor: str, person: str, memory_id: str | None) -> None:
         """The event of a memory left out of a listing or recall because it disagrees with
         the key store's anchors (ADR 0047)."""
-        self.emit(
-            AuditEvent(
-                at=self._now(),
-                tenant=tenant,
-                app=self._app,
-                operation="integrity",
-                outcome="error",
-                actor=actor,
-                person=person,
-                memory_ids=() if memory_id is None else (memory_id,),
-                code=IntegrityError.code,
-            )
-        )
+        self._one(tenant, "integrity", "error", actor, person, memory_id, IntegrityError.code)
 
     @contextmanager
     def call(

@@ -46,9 +46,9 @@ Progress = Callable[[int, int], None]
 _SHARED = "@tenant"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReindexReport:
-    """What one :meth:`Memory.reindex` did in one tenant (counts only)."""
+    """What one :meth:`Memory.reindex` did in one tenant (counts only; filled in as it runs)."""
 
     tenant: str
     embedder: str
@@ -75,18 +75,6 @@ class ReindexReport:
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values."""
         return asdict(self)
-
-
-@dataclass
-class _Counts:
-    memories: int = 0
-    scanned: int = 0
-    embedded: int = 0
-    replaced: int = 0
-    current: int = 0
-    skipped_damaged: int = 0
-    skipped_child: int = 0
-    skipped_unseen: int = 0
 
 
 def _seeing(row: StoredRow, person: bool) -> Filter | None:
@@ -122,8 +110,7 @@ def reindex(
         callers[caller.pseudonym()] = caller
     found = services.keys.anchors.memories(services.anchor_scope(tenant_id))
     work = [(subject, memory_id) for subject, memory_id in found if subject in callers]
-    unreached = len(found) - len(work)
-    counts = _Counts()
+    counts = ReindexReport(tenant=tenant_id, embedder=index.name, unreached=len(found) - len(work))
     total = len(work)
     children: dict[str, bool] = {}
     for start in range(0, total, batch):
@@ -139,9 +126,7 @@ def reindex(
             _subject_batch(services, index, caller, subject, ids, child=child, counts=counts)
         if progress is not None:
             progress(start + len(chunk), total)
-    return ReindexReport(
-        tenant=tenant_id, embedder=index.name, unreached=unreached, **asdict(counts)
-    )
+    return counts
 
 
 def _subject_batch(
@@ -152,7 +137,7 @@ def _subject_batch(
     ids: list[str],
     *,
     child: bool,
-    counts: _Counts,
+    counts: ReindexReport,
 ) -> None:
     """Embed what ``ids`` (memories of one row subject) lack."""
     store, app, tenant_id = services.store, services.app, caller.tenant

@@ -19,6 +19,7 @@ from _postgres import (
 )
 
 from mainsdk_memory import Memory, tenant
+from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.keys import KeyStore
 
 
@@ -74,6 +75,19 @@ def _stop_postgres_after_the_session() -> Iterator[None]:
 def memory(store_url: str, keys_path: Path) -> Iterator[Memory]:
     """A Memory on each driver under test, app ``app``."""
     with Memory.open(store_url, keys=keys_path, app="app") as opened:
+        yield opened
+
+
+@pytest.fixture
+def sink() -> MemorySink:
+    """The audit events of the test's audited Memory."""
+    return MemorySink()
+
+
+@pytest.fixture
+def audited(store_url: str, keys_path: Path, sink: MemorySink) -> Iterator[Memory]:
+    """A Memory on each driver under test, app ``app``, its audit events in ``sink``."""
+    with Memory.open(store_url, keys=keys_path, app="app", audit=sink) as opened:
         yield opened
 
 

@@ -5,30 +5,15 @@ cap keeps applying)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
+from _embedders import ModelEmbedder
 
 from mainsdk_memory import Memory, Source, tenant
 from mainsdk_memory.injection import ClassifierDetector
-
-
-class ModelEmbedder:
-    """An embedder that says it runs a model, and records every text it is given."""
-
-    name = "recording-model/1"
-    dimensions = 4
-    uses_model = True
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.seen.extend(texts)
-        return np.tile(np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32), (len(texts), 1))
 
 
 class Story:

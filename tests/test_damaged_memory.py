@@ -147,12 +147,6 @@ def _assert_audited_as_damaged(sink: MemorySink, operation: str, memory_id: str)
 
 
 @pytest.fixture
-def sink() -> MemorySink:
-    """The audit events of the test's Memory."""
-    return MemorySink()
-
-
-@pytest.fixture
 def three(
     store_url: str, keys_path: Path, sink: MemorySink
 ) -> Iterator[tuple[Memory, list[MemoryRecord]]]:

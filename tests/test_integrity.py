@@ -19,7 +19,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,17 +42,6 @@ from mainsdk_memory.drivers import Filter, StoredRow
 from mainsdk_memory.keys._anchors import ANCHORS_FILE
 
 pytestmark = pytest.mark.usefixtures("acme")
-
-
-@pytest.fixture
-def sink() -> MemorySink:
-    return MemorySink()
-
-
-@pytest.fixture
-def audited(store_url: str, keys_path: Path, sink: MemorySink) -> Iterator[Memory]:
-    with Memory.open(store_url, keys=keys_path, app="app", audit=sink) as memory:
-        yield memory
 
 
 def _versions(memory: Memory, record: MemoryRecord) -> list[StoredRow]:

@@ -5,11 +5,10 @@ idempotent, per tenant, never handing a child's text to a model. Every driver.""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
+from _embedders import ModelEmbedder
 
 from mainsdk_memory import Memory, MemoryCapabilityError, ReindexReport, tenant
 from mainsdk_memory._cli import main
@@ -21,21 +20,6 @@ TEXTS = {
     "ada": ["Ada lives in Lisbon.", "Ada is allergic to peanuts.", "Ada plays the cello."],
     "bob": ["Bob works as a nurse.", "Bob has two cats."],
 }
-
-
-class ModelEmbedder:
-    """An embedder that says it runs a model, and records every text it is given."""
-
-    name = "recording-model/1"
-    dimensions = 4
-    uses_model = True
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.seen.extend(texts)
-        return np.tile(np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32), (len(texts), 1))
 
 
 def _write(store_url: str, keys_path: Path, **options: object) -> dict[str, list[str]]:

@@ -34,17 +34,6 @@ from mainsdk_memory.keys import KeyStore
 pytestmark = pytest.mark.usefixtures("acme")
 
 
-@pytest.fixture
-def sink() -> MemorySink:
-    return MemorySink()
-
-
-@pytest.fixture
-def audited(store_url: str, keys_path: Path, sink: MemorySink) -> Memory:
-    with Memory.open(store_url, keys=keys_path, app="app", audit=sink) as opened:
-        yield opened
-
-
 # -- trust ---------------------------------------------------------------------------------
 
 
