@@ -2,7 +2,10 @@
 
 Each conversation is one person. Every dialogue turn becomes one memory, ``"speaker: text"``,
 written with the public ``remember`` (session date as ``valid_from``); every question with
-evidence is asked with the public ``recall(top_k=10)``. A question counts as found at rank r
+evidence is asked once with the public ``recall(top_k=10)``, with the configuration's
+``ranking`` (:attr:`~benchmarks.stores.StoreConfig.ranking`). Each recall counts its hits as
+uses, so with the ranking signals on a question's answer depends on the questions asked
+before it in the same conversation, as it would for a user. A question counts as found at rank r
 when the r-th hit is one of its evidence turns. Two baselines run on the plaintext turns in the
 same run: ``rank_bm25.BM25Okapi`` on lowercase regex tokens (the data README's reference), and
 the SDK's own BM25 (:func:`~mainsdk_memory.drivers.bm25_rank`) on rows whose index terms are
@@ -342,12 +345,15 @@ class SdkRun:
     refused: list[str]
     remember_seconds: float
     recall_seconds: float
+    embedder: str | None = None
+    """The name of the embedder the store was opened with (``None``: text only)."""
 
 
 def _ingest_and_ask(
     config: StoreConfig, url: str, keys: Path, conversation: Conversation
-) -> tuple[list[Ranked], list[str], float, float]:
+) -> tuple[list[Ranked], list[str], float, float, str | None]:
     memory: Memory = config.open(url, keys, SteppingClock())
+    embedder = None if memory.embedder is None else memory.embedder.name
     try:
         with tenant.use(TENANT):
             handle = memory.acting_for(conversation.sample_id, agent=AGENT)
@@ -365,12 +371,12 @@ def _ingest_and_ask(
             started = time.perf_counter()
             answers: list[Ranked] = []
             for question in conversation.questions:
-                hits = handle.recall(question.question, top_k=TOP_K)
+                hits = config.recall(handle, question.question, top_k=TOP_K)
                 answers.append([(turn_of[hit.record.id], hit.score) for hit in hits])
             recalled = time.perf_counter() - started
     finally:
         memory.close()
-    return answers, refused, remembered, recalled
+    return answers, refused, remembered, recalled, embedder
 
 
 def rank_with_sdk(
@@ -394,8 +400,9 @@ def rank_with_sdk(
         ))
     progress(f"{config.name}: {len(conversations)} conversations done")
     return SdkRun(
-        rankings=[answers for answers, _, _, _ in results],
-        refused=[r for _, refused, _, _ in results for r in refused],
+        rankings=[r[0] for r in results],
+        refused=[refused for r in results for refused in r[1]],
         remember_seconds=round(sum(r[2] for r in results), 2),
         recall_seconds=round(sum(r[3] for r in results), 2),
+        embedder=results[0][4] if results else None,
     )

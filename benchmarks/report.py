@@ -443,8 +443,11 @@ def _hybrid_speed(speed: dict[str, Any], drivers: dict[str, Any]) -> str:
         parts.append(f"**{d}: hybrid {h.get('status')}** ({h.get('reason')}).")
     if embedding:
         rows = []
-        for key, label in (("stand_in", "stand-in (in the rows above)"), ("minilm", "MiniLM")):
-            e = embedding.get(key, {})
+        for key, label in (("stand_in", "stand-in (in the rows above)"),
+                           ("static", "the default (StaticEmbedder)"), ("minilm", "MiniLM")):
+            if key not in embedding:
+                continue  # a result from before it was measured
+            e = embedding[key]
             if e.get("status") == "ok":
                 rows.append((f"`{e['embedder']}`", label, _f(e.get("n")), _ms(e.get("p50_ms")),
                              _ms(e.get("p95_ms")), _ms(e.get("p99_ms")), _ms(e.get("mean_ms"))))

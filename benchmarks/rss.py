@@ -4,6 +4,11 @@ Run by :mod:`benchmarks.speed` in a fresh interpreter so nothing else of the ben
 
     python -m benchmarks.rss --url local:PATH --keys KEYS --person P --agent A --queries '["q"]'
     python -m benchmarks.rss ... --embedder hashing-384     # hybrid recall: vectors opened too
+    python -m benchmarks.rss ... --embedder default         # Memory.open with no embedder option
+
+``--embedder none`` (the default) opens with ``embedder=None`` (text only); ``default`` leaves
+the option out, as ``pip install mainsdk-memory`` users do (``StaticEmbedder``, ADR 0083).
+``--ranking relevance`` passes ``ranking="relevance"`` to each recall.
 
 Prints one JSON line: peak RSS (``VmHWM`` from /proc/self/status, else ``ru_maxrss``) after the
 imports, and after the recalls (the driver then holds every row of the person in memory).
@@ -42,25 +47,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--person", required=True)
     parser.add_argument("--agent", required=True)
     parser.add_argument("--queries", required=True, help="a JSON list of query strings")
-    parser.add_argument("--embedder", choices=["hashing-384"], default=None,
-                        help="open with the stand-in embedder (hybrid recall: every vector "
-                             "of the person is opened and kept)")
+    parser.add_argument("--embedder", choices=["none", "hashing-384", "default"],
+                        default="none",
+                        help="none: embedder=None (text only); hashing-384: the stand-in "
+                             "(hybrid recall: every vector of the person is opened and kept); "
+                             "default: no embedder option (the default StaticEmbedder)")
+    parser.add_argument("--ranking", choices=["signals", "relevance"], default=None,
+                        help="what each recall passes as ranking= (default: nothing)")
     args = parser.parse_args(argv)
 
     from benchmarks.stores import APP, TENANT, stand_in_embedder
     from mainsdk_memory import Memory, tenant
 
-    embedder = stand_in_embedder() if args.embedder else None
+    options: dict[str, object] = {}
+    if args.embedder == "none":
+        options["embedder"] = None
+    elif args.embedder == "hashing-384":
+        options["embedder"] = stand_in_embedder()
+    recall_options = {} if args.ranking is None else {"ranking": args.ranking}
     after_import = peak_rss_mib()
     started = time.perf_counter()
-    with Memory.open(args.url, keys=args.keys, app=APP, embedder=embedder) as memory, \
+    with Memory.open(args.url, keys=args.keys, app=APP, **options) as memory, \
             tenant.use(TENANT):
+        opened_s = time.perf_counter() - started
         handle = memory.acting_for(args.person, agent=args.agent)
         for query in json.loads(args.queries):
-            handle.recall(query, top_k=10)
+            handle.recall(query, top_k=10, **recall_options)
+        embedder = memory.embedder
     print(json.dumps({
+        "embedder": None if embedder is None else embedder.name,
         "after_import_mib": after_import,
         "peak_mib": peak_rss_mib(),
+        "open_s": round(opened_s, 3),
         "open_and_recall_s": round(time.perf_counter() - started, 2),
     }))
     return 0

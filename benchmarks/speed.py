@@ -23,6 +23,13 @@ measured on its own (:func:`embedding_latency`), next to the stand-in's own time
 can swap one for the other. Cold (the first recall on a freshly opened store: the driver's
 first read and opening every vector) and warm recall are reported separately, since the core
 keeps opened vectors per person.
+
+With ``SpeedPlan(hybrid_embedder="default")`` (``python -m benchmarks --size default-install``)
+the store with vectors is instead the default install's, ``<driver>-default`` (``Memory.open``
+with no embedder option: :class:`~mainsdk_memory.embeddings.StaticEmbedder`, recall with the
+SDK's defaults, signals on), and the scale points bulk-load ``StaticEmbedder`` vectors sealed
+the same way; the text-only store it is compared with is ``<driver>`` (``embedder=None``).
+Every recall passes its configuration's ``ranking`` (:class:`benchmarks.stores.StoreConfig`).
 """
 
 from __future__ import annotations
@@ -101,6 +108,9 @@ class SpeedPlan:
     profile_queries: int = 10
     hybrid: bool = True
     """Also measure hybrid recall (stand-in embedder) at every size."""
+    hybrid_embedder: str = "stand-in"
+    """The store with vectors: ``"stand-in"`` (``<driver>-hybrid-hashing``) or
+    ``"default"`` (``<driver>-default``, the default install's ``StaticEmbedder``)."""
     embedding_queries: int = 200
     """Queries embedded one by one to time MiniLM (and the stand-in) per query."""
 
@@ -207,11 +217,13 @@ def _timed(call: Callable[[], object]) -> float:
 Recall = Callable[[str], object]
 
 
-def _recall_of(handle: Any, mode: str | None = None) -> Recall:
-    """``handle.recall(query, top_k=10)`` (with ``mode`` when given) as a one-argument call."""
-    if mode is None:
-        return partial(handle.recall, top_k=10)
-    return partial(handle.recall, top_k=10, mode=mode)
+def _recall_of(handle: Any, mode: str | None = None, config: StoreConfig | None = None) -> Recall:
+    """``handle.recall(query, top_k=10)`` (with ``mode`` when given, and ``config``'s
+    ``ranking``) as a one-argument call."""
+    options: dict[str, Any] = {} if config is None else dict(config.recall_options)
+    if mode is not None:
+        options["mode"] = mode
+    return partial(handle.recall, top_k=10, **options)
 
 
 def _recall_interleaved(
@@ -234,6 +246,13 @@ def _recall_pairs(
 ) -> list[list[float]]:
     """Time ``recall(q, top_k=10)`` on each handle, interleaved query by query."""
     return _recall_interleaved([_recall_of(h) for h in handles], queries, warmup)
+
+
+def _embedder_option(config: StoreConfig) -> str:
+    """What :mod:`benchmarks.rss` opens a store of ``config`` with (``--embedder``)."""
+    if config.kind == "default":
+        return "default"
+    return "hashing-384" if config.hybrid else "none"
 
 
 @dataclass
@@ -267,8 +286,11 @@ HOT_SPOTS: dict[tuple[str, str], str] = {
     ("_driver.py", "vectors"): "driver.vectors (sealed vectors read)",
     ("_sealing.py", "open_vector"): "opening sealed vectors (open_vector)",
     ("embeddings.py", "cosine_top_k"): "cosine_top_k (numpy)",
-    ("_vectors.py", "embed"): "embedding the query (stand-in embedder)",
+    ("_vectors.py", "embed"): "embedding the query (VectorIndex.embed)",
     ("_fusion.py", "fuse"): "fusion",
+    ("_recall.py", "_second_pass"): "second pass (re-ranker)",
+    ("_signals.py", "rank"): "ranking signals (_signals.rank)",
+    ("_signals.py", "count_uses"): "counting the hits as uses (_signals.count_uses, a write)",
 }
 
 
@@ -366,14 +388,14 @@ def _small(
         if hybrid is not None:
             # The writing Memory's driver has seen every row: cold is a fresh Memory's.
             with _open(hybrid, ws, urls[2]) as fresh:
-                hybrid_cold = _cold_hybrid(fresh, person, queries[0], texts)
-        calls = [_recall_of(h) for h in handles]
+                hybrid_cold = _cold_hybrid(fresh, person, queries[0], texts,
+                                           hybrid.recall_options)
+        calls = [_recall_of(h, config=c) for h, c in zip(handles, configs, strict=True)]
         if hybrid is not None:
-            calls.append(_recall_of(handles[2], "text"))
+            calls.append(_recall_of(handles[2], "text", hybrid))
         recall_times = _recall_interleaved(calls, queries)
         out["profile_recall"] = _profile(
-            lambda: [handles[0].recall(q, top_k=10) for q in queries[: plan.profile_queries]],
-            "recall",
+            lambda: [calls[0](q) for q in queries[: plan.profile_queries]], "recall",
         )
         out["profile_remember"] = _profile(
             lambda: [handles[0].remember(t) for t in texts[: plan.profile_queries]],
@@ -381,8 +403,7 @@ def _small(
         )
         if hybrid is not None:
             out["profile_recall_hybrid"] = _profile(
-                lambda: [handles[2].recall(q, top_k=10) for q in queries[: plan.profile_queries]],
-                "recall",
+                lambda: [calls[2](q) for q in queries[: plan.profile_queries]], "recall",
             )
         # forget (the person's own, hard delete and receipt), and the next recall after it
         people = [m.person(person) for m in (m_sealed, m_plain)]
@@ -391,9 +412,7 @@ def _small(
         for i in range(min(plan.forgets, plan.write_n)):
             for j in (0, 1):
                 forget_times[j].append(_timed(partial(people[j].forget, ids[j][i])))
-                after_times[j].append(_timed(
-                    partial(handles[j].recall, queries[i % len(queries)], top_k=10)
-                ))
+                after_times[j].append(_timed(partial(calls[j], queries[i % len(queries)])))
         run.progress(f"  {sealed.driver}: recall and forget done")
     for url in urls:
         ws.release(url)
@@ -446,7 +465,10 @@ def _forget_opened_vectors(memory: Memory) -> None:
         services.vectors = VectorIndex(services.vectors.embedder)
 
 
-def _cold_hybrid(memory: Memory, person: str, query: str, texts: Sequence[str]) -> dict[str, Any]:
+def _cold_hybrid(
+    memory: Memory, person: str, query: str, texts: Sequence[str],
+    options: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Cold hybrid recall on ``memory``, which must not have recalled ``person`` yet, and a
     check of the stored vectors.
 
@@ -454,15 +476,16 @@ def _cold_hybrid(memory: Memory, person: str, query: str, texts: Sequence[str]) 
     caches, and every vector opened); ``vectors_cold_ms``: the first recall after dropping
     only the opened vectors (the driver warm). The check asks ``mode="vector"`` for a stored
     text: its own vector must come first with cosine 1, so the stored vectors open and are
-    the texts' own.
+    the texts' own. ``options``: the configuration's recall options (its ``ranking``).
     """
+    options = options or {}
     with tenant.use(TENANT):
         handle = memory.acting_for(person, agent=AGENT)
-        first = _timed(partial(handle.recall, query, top_k=10))
+        first = _timed(partial(handle.recall, query, top_k=10, **options))
         _forget_opened_vectors(memory)
-        vectors_cold = _timed(partial(handle.recall, query, top_k=10))
+        vectors_cold = _timed(partial(handle.recall, query, top_k=10, **options))
         probe = texts[len(texts) // 2]
-        hits = handle.recall(probe, top_k=1, mode="vector")
+        hits = handle.recall(probe, top_k=1, mode="vector", ranking="relevance")
         checked = bool(hits) and hits[0].record.text == probe and hits[0].score > 0.999
     return {
         "first_recall_ms": round(first * 1000.0, 1),
@@ -523,26 +546,23 @@ def _scale_point(
             ws.settle(url)
         with tenant.use(TENANT):
             handles = [m.acting_for(run.scale_person, agent=AGENT) for m in memories]
-            first = _timed(lambda: handles[0].recall(run.corpus.queries[0], top_k=10))
+            calls = [_recall_of(h, config=c) for h, (c, _, _) in zip(handles, configs, strict=True)]
+            first = _timed(lambda: calls[0](run.corpus.queries[0]))
             queries = _cycle(run.corpus.queries[1:], queries_n)
             cold: dict[str, Any] = {}
-            calls = [_recall_of(h) for h in handles]
             if vectored is not None and run.scale_texts is not None:
                 # Bulk loading bypassed the driver's caches: this Memory is still cold.
                 cold = _cold_hybrid(memories[-1], run.scale_person, run.corpus.queries[0],
-                                    run.scale_texts[:n])
-                calls.append(_recall_of(handles[-1], "text"))
+                                    run.scale_texts[:n], vectored.recall_options)
+                calls.append(_recall_of(handles[-1], "text", vectored))
             times = _recall_interleaved(calls, queries, warmup=2)
             if n == plan.scale[0]:
                 result["profile_recall"] = _profile(
-                    lambda: [handles[0].recall(q, top_k=10)
-                             for q in queries[: plan.profile_queries]],
-                    "recall",
+                    lambda: [calls[0](q) for q in queries[: plan.profile_queries]], "recall",
                 )
                 if with_hybrid:
                     result["profile_recall_hybrid"] = _profile(
-                        lambda: [handles[-1].recall(q, top_k=10)
-                                 for q in queries[: plan.profile_queries]],
+                        lambda: [calls[-2](q) for q in queries[: plan.profile_queries]],
                         "recall",
                     )
         result["bulk_load_s"] = load_seconds[: 2 if with_plain else 1]
@@ -563,9 +583,10 @@ def _scale_point(
             }
         if sealed.driver == "local" and n == plan.rss_at:
             result["peak_rss"] = _rss(urls[0], ws.keys, run.scale_person, queries[:5])
-            if with_hybrid:
+            if vectored is not None:
                 result["hybrid"]["peak_rss"] = _rss(
-                    urls[-1], ws.keys, run.scale_person, queries[:5], embedder="hashing-384"
+                    urls[-1], ws.keys, run.scale_person, queries[:5],
+                    embedder=_embedder_option(vectored), options=vectored.recall_options,
                 )
     finally:
         for memory in memories:
@@ -591,7 +612,7 @@ def _persons(run: DriverRun, sealed: StoreConfig) -> dict[str, Any]:
                 recall_times = []
                 for query in queries:
                     handle = memory.acting_for(rng.choice(names), agent=AGENT)
-                    recall_times.append(_timed(partial(handle.recall, query, top_k=10)))
+                    recall_times.append(_timed(partial(_recall_of(handle, config=sealed), query)))
                 write_times = []
                 for text in _cycle(corpus.texts[7:], plan.person_writes):
                     handle = memory.acting_for(rng.choice(names), agent=AGENT)
@@ -693,15 +714,21 @@ def blind_vs_plain_bm25(
 
 
 def _rss(
-    url: str, keys: Path, person: str, queries: Sequence[str], embedder: str | None = None
+    url: str, keys: Path, person: str, queries: Sequence[str], embedder: str = "none",
+    options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Peak RSS of a fresh process that opens the local store and recalls (VmHWM)."""
+    """Peak RSS of a fresh process that opens the local store and recalls (VmHWM).
+
+    ``embedder`` is :mod:`benchmarks.rss`'s ``--embedder``; ``options`` holds the recall's
+    ``ranking`` when the configuration fixes one.
+    """
     command = [
         sys.executable, "-m", "benchmarks.rss", "--url", url, "--keys", str(keys),
         "--person", person, "--agent", AGENT, "--queries", json.dumps(list(queries)),
+        "--embedder", embedder,
     ]
-    if embedder is not None:
-        command += ["--embedder", embedder]
+    if options and "ranking" in options:
+        command += ["--ranking", options["ranking"]]
     done = subprocess.run(  # noqa: S603 - our own interpreter and module
         command, cwd=REPO, capture_output=True, text=True, check=True, timeout=1800
     )

@@ -3,6 +3,18 @@
 A configuration (:class:`StoreConfig`) is a name plus a function that opens a
 :class:`~mainsdk_memory.Memory` on a fresh store of one driver, so "sealed on SQLite",
 "unsealed on the local driver" and "hybrid on PostgreSQL" are all just rows of one table.
+Every opener says which embedder it means (``Memory.open`` without ``embedder=`` now gives the
+default :class:`~mainsdk_memory.embeddings.StaticEmbedder`, ADR 0083), and a configuration
+may fix the ``ranking`` its recalls pass (``"relevance"``: the ranking signals off):
+
+- ``<driver>``: sealed BM25 over blind terms only, ``embedder=None``, ``ranking="relevance"``
+  (what sealing must not change: it ranks exactly as plaintext BM25);
+- ``<driver>-unsealed``: the same through :class:`PlainKeyStore` (the cost of privacy);
+- ``<driver>-default``: ``Memory.open`` with no embedder option at all, recall as the SDK
+  defaults it (hybrid, re-ranked, signals on): what ``pip install mainsdk-memory`` gives;
+- ``<driver>-default-relevance``: the same store with ``recall(..., ranking="relevance")``;
+- ``<driver>-hybrid``: BM25 + MiniLM (the ``embeddings`` extra, torch);
+- ``<driver>-hybrid-hashing``: BM25 + the model-free stand-in of MiniLM's width (speed).
 
 The unsealed baseline lives here and only here: :class:`PlainKeyStore` hands out key handles
 whose ``seal``/``open``/``blind`` are identity functions, so the very same SDK and driver code
@@ -41,6 +53,7 @@ __all__ = [
     "StoreConfig",
     "Workspace",
     "bulk_load",
+    "default_embedder",
     "hybrid_unavailable",
     "make_configs",
     "minilm",
@@ -317,6 +330,13 @@ Opener = Callable[[str, Path, Clock], Memory]
 
 
 def _open_sealed(url: str, keys: Path, clock: Clock) -> Memory:
+    """Text only: ``embedder=None`` (BM25 over blind terms, the default before ADR 0083)."""
+    return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=None)
+
+
+def _open_default(url: str, keys: Path, clock: Clock) -> Memory:
+    """No embedder option at all: the default install's embedder (``StaticEmbedder`` on a
+    driver that stores vectors, none elsewhere)."""
     return Memory.open(url, keys=keys, app=APP, clock=clock)
 
 
@@ -324,7 +344,7 @@ def _open_unsealed(url: str, keys: Path, clock: Clock) -> Memory:
     driver = open_driver(url)
     try:
         plain = cast(KeyStore, PlainKeyStore(KeyStore.open(keys)))
-        return Memory(driver, plain, app=APP, clock=clock)
+        return Memory(driver, plain, app=APP, clock=clock, embedder=None)
     except BaseException:
         driver.close()
         raise
@@ -398,7 +418,10 @@ def vectors_unavailable(driver: str) -> str | None:
     known per store (a property) counts as declared; opening the store then decides, and a
     refusal is reported as "not run" by the caller.
     """
-    if "embedder" not in inspect.signature(Memory.open).parameters:
+    from mainsdk_memory._options import Options
+
+    accepted = set(inspect.signature(Memory.open).parameters) | set(Options.__annotations__)
+    if "embedder" not in accepted:
         return "Memory.open does not accept embedder= yet (hybrid recall is not merged)."
     try:
         capabilities = _driver_class(driver).capabilities
@@ -459,6 +482,19 @@ def _open_stand_in(url: str, keys: Path, clock: Clock) -> Memory:
     return Memory.open(url, keys=keys, app=APP, clock=clock, embedder=stand_in_embedder())
 
 
+@functools.lru_cache(maxsize=1)
+def default_embedder() -> Any:
+    """The embedder ``Memory.open`` uses when given none: ``StaticEmbedder()`` (ADR 0083).
+
+    For sealing bulk-loaded vectors of the default configuration (its name and vectors are
+    exactly those of the embedder the default store opens with, checked by the speed runs'
+    vector self-check).
+    """
+    from mainsdk_memory.embeddings import StaticEmbedder
+
+    return StaticEmbedder()
+
+
 @dataclass(frozen=True)
 class StoreConfig:
     """One configuration: a driver and a way to open a Memory on it."""
@@ -468,32 +504,58 @@ class StoreConfig:
     opener: Opener
     sealed: bool = True
     hybrid: bool = False
+    """An optional embedder (MiniLM or the stand-in): left out by ``--no-hybrid``."""
     unavailable: Callable[[], str | None] = lambda: None
     """Why the configuration cannot run here (``None``: it can)."""
+    kind: str = "sdk"
+    """``sdk`` (text only), ``unsealed``, ``default`` (the default install) or ``hybrid``."""
+    ranking: str | None = None
+    """What its recalls pass as ``ranking=`` (``None``: nothing, the SDK's default)."""
 
     def open(self, url: str, keys: Path, clock: Clock) -> Memory:
         """A Memory on ``url`` in this configuration."""
         return self.opener(url, keys, clock)
 
+    @property
+    def recall_options(self) -> dict[str, str]:
+        """Keyword arguments its recalls pass besides the query and ``top_k``."""
+        return {} if self.ranking is None else {"ranking": self.ranking}
+
+    def recall(self, handle: Any, query: str, *, top_k: int, **options: Any) -> Any:
+        """``handle.recall(query, top_k=top_k)`` with this configuration's ``ranking``."""
+        return handle.recall(query, top_k=top_k, **self.recall_options, **options)
+
 
 def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
-    """Every configuration on ``drivers``: sealed, unsealed and hybrid for each.
+    """Every configuration on ``drivers`` (the module docstring lists them).
 
-    ``<driver>-hybrid`` embeds with MiniLM (LoCoMo quality); ``<driver>-hybrid-hashing``
-    with the model-free stand-in of the same width (speed and scale, :func:`stand_in_embedder`).
+    ``<driver>`` and ``<driver>-unsealed`` are text only with the signals off, so sealed BM25
+    can be compared with plaintext BM25 exactly; ``<driver>-default`` opens as a user's
+    ``Memory.open`` does and recalls with the SDK's defaults, ``<driver>-default-relevance``
+    passes ``ranking="relevance"``. ``<driver>-hybrid`` embeds with MiniLM (LoCoMo quality);
+    ``<driver>-hybrid-hashing`` with the model-free stand-in of the same width (speed and
+    scale, :func:`stand_in_embedder`).
     """
     configs: dict[str, StoreConfig] = {}
     for driver in drivers:
-        configs[driver] = StoreConfig(driver, driver, _open_sealed)
+        configs[driver] = StoreConfig(driver, driver, _open_sealed, ranking="relevance")
         configs[f"{driver}-unsealed"] = StoreConfig(
-            f"{driver}-unsealed", driver, _open_unsealed, sealed=False
+            f"{driver}-unsealed", driver, _open_unsealed, sealed=False, kind="unsealed",
+            ranking="relevance",
+        )
+        configs[f"{driver}-default"] = StoreConfig(
+            f"{driver}-default", driver, _open_default, kind="default",
+        )
+        configs[f"{driver}-default-relevance"] = StoreConfig(
+            f"{driver}-default-relevance", driver, _open_default, kind="default",
+            ranking="relevance",
         )
         configs[f"{driver}-hybrid"] = StoreConfig(
-            f"{driver}-hybrid", driver, _open_hybrid, hybrid=True,
+            f"{driver}-hybrid", driver, _open_hybrid, hybrid=True, kind="hybrid",
             unavailable=functools.partial(hybrid_unavailable, driver),
         )
         configs[f"{driver}-hybrid-hashing"] = StoreConfig(
-            f"{driver}-hybrid-hashing", driver, _open_stand_in, hybrid=True,
+            f"{driver}-hybrid-hashing", driver, _open_stand_in, hybrid=True, kind="hybrid",
             unavailable=functools.partial(vectors_unavailable, driver),
         )
     return configs

@@ -3,8 +3,18 @@
 ``python -m benchmarks`` runs the full size on every driver and writes
 ``benchmarks/results/full.json``, ``docs/benchmarks.md`` and ``docs/benchmarks/*.png``.
 ``python -m benchmarks --size smoke`` is the tiny size CI runs (one slice of one conversation,
-200 memories, local and SQLite). Targets are reported, never enforced: the exit status is 0
-whether or not a target is met, and non-zero only when the run itself fails.
+200 memories, local and SQLite). ``python -m benchmarks --size default-install`` measures what
+``pip install mainsdk-memory`` gives (issue 14): LoCoMo on every configuration, and speed at
+10,000 memories per person with the default embedder in the hybrid rows instead of the
+stand-in (results in ``benchmarks/results/default-install.json``, no Markdown unless
+``--docs``). Targets are reported, never enforced: the exit status is 0 whether or not a
+target is met, and non-zero only when the run itself fails.
+
+LoCoMo runs, per driver, ``<driver>`` (sealed BM25, ``embedder=None``, signals off: it must
+equal plaintext BM25 exactly), ``<driver>-default`` (``Memory.open`` with no embedder option,
+recall as the SDK defaults it: hybrid with ``StaticEmbedder``, re-ranked, signals on),
+``<driver>-default-relevance`` (the same with ``ranking="relevance"``) and ``<driver>-hybrid``
+(MiniLM). See :mod:`benchmarks.stores`.
 
 Hybrid recall runs wherever it can: LoCoMo with MiniLM needs the ``embeddings`` extra and a
 driver that declares vectors; the hybrid speed rows need only the driver (their embedder is a
@@ -43,6 +53,7 @@ from benchmarks.stores import (
     SteppingClock,
     StoreConfig,
     Workspace,
+    default_embedder,
     make_configs,
     minilm,
     minilm_unavailable,
@@ -64,6 +75,12 @@ TARGET_P95_AT = 10_000
 TARGET_P95_DRIVERS = ("local", "postgresql")
 TARGET_SEALED_RECALL5 = 0.526
 TARGET_HYBRID_RECALL5 = 0.65
+#: Issue 14's targets for the default install (``<driver>-default``).
+TARGET_DEFAULT_RECALL5 = 0.68
+TARGET_DEFAULT_MULTI_HOP_RECALL5 = 0.60
+MULTI_HOP = "1"
+TARGET_DEFAULT_P95_MS = {"local": 10.0, "postgresql": 30.0}
+TARGET_DEFAULT_REMEMBER_RATIO = 1.5
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,28 @@ SIZES: dict[str, Size] = {
         ),
         workers=2,
     ),
+    # Issue 14: the default install at 10,000 memories per person, the hybrid speed rows
+    # with the default embedder (StaticEmbedder) instead of the stand-in.
+    "default-install": Size(
+        "default-install",
+        ("local", "postgresql"),
+        locomo_limit=None,
+        locomo_sessions=None,
+        speed=SpeedPlan(
+            write_n=500, scale=(10_000,), unsealed_scale=(10_000,), queries=100,
+            scale_queries=(200,), persons=100, per_person=20, person_queries=50,
+            person_writes=20, forgets=10, erases=2, rss_at=10_000, profile_queries=10,
+            embedding_queries=200, hybrid_embedder="default",
+        ),
+    ),
+}
+
+_DESCRIPTIONS = {
+    "sdk": "BM25 over blind terms, sealed (embedder=None, ranking=\"relevance\")",
+    "default": "the default install: Memory.open with no embedder option (StaticEmbedder), "
+               "recall mode=\"auto\" (BM25 + vectors fused, second pass), sealed",
+    "hybrid": "BM25 + vectors (MiniLMEmbedder, each text embedded once and shared by the "
+              "hybrid stores), sealed",
 }
 
 
@@ -150,10 +189,12 @@ def _run_locomo(
     for config in configs:
         reason = config.unavailable()
         entry: dict[str, Any] = {
-            "kind": "hybrid" if config.hybrid else "sdk", "driver": config.driver,
-            "description": ("BM25 + vectors (MiniLMEmbedder, each text embedded once and "
-                            "shared by the hybrid stores), sealed" if config.hybrid
-                            else "BM25 over blind terms, sealed"),
+            "kind": config.kind, "driver": config.driver,
+            "description": _DESCRIPTIONS.get(config.kind, config.kind)
+            + ("" if config.kind == "sdk" else
+               f"; ranking={config.ranking or 'signals'} (signals "
+               f"{'off' if config.ranking == 'relevance' else 'on'})"),
+            "ranking": config.ranking or "signals",
         }
         if reason is not None:
             results[config.name] = {**entry, "status": "not run", "reason": reason}
@@ -174,6 +215,10 @@ def _run_locomo(
                 "remember_seconds_summed": run.remember_seconds,
                 "recall_seconds_summed": run.recall_seconds,
                 "refused_by_injection_check": run.refused,
+                "embedder": run.embedder,
+                **({"reranker_fitted": _reranker_fitted(run.embedder),
+                    "reranker": _reranker(run.embedder)}
+                   if run.embedder is not None else {}),
                 **locomo.score(conversations, run.rankings),
             }
         except MemoryCapabilityError as exc:  # the store refused the embedder: cannot run
@@ -214,6 +259,23 @@ def _run_locomo(
             "hybrid_across_drivers": across}
 
 
+def _reranker_fitted(embedder: str | None) -> bool:
+    """Whether the second pass has fitted weights for ``embedder`` (else the fused ranking
+    stands, ``_rerank.WEIGHTS``)."""
+    from mainsdk_memory import _rerank
+
+    return embedder is not None and _rerank.model_for(embedder) is not None
+
+
+def _reranker(embedder: str) -> str | None:
+    """The second pass's fitted model for ``embedder`` as measured (weights change while it
+    is being fitted; the result says which ones it ran with)."""
+    from mainsdk_memory import _rerank
+
+    model = _rerank.model_for(embedder)
+    return None if model is None else repr(model)
+
+
 # --- speed ----------------------------------------------------------------------------------
 
 
@@ -251,13 +313,14 @@ def _run_speed(
             sealer, scale_person, scale_rows[: plan.scale[0]], plain_rows[: plan.scale[0]],
             corpus.queries[: plan.queries],
         )
-        reasons = {d: configs[f"{d}-hybrid-hashing"].unavailable() for d in drivers}
+        with_vectors = _hybrid_config_name(plan)
+        reasons = {d: configs[f"{d}-{with_vectors}"].unavailable() for d in drivers}
         scale_vectors = None
         vector_seconds = None
         if plan.hybrid and any(reason is None for reason in reasons.values()):
             vector_started = time.perf_counter()
             scale_vectors = seal_vectors(sealer, scale_person, scale_rows, texts,
-                                         stand_in_embedder())
+                                         _hybrid_embedder(plan))
             vector_seconds = time.perf_counter() - vector_started
     workspace.release(scratch)
     progress(f"sealed {len(scale_rows) + len(person_rows)} rows"
@@ -270,7 +333,7 @@ def _run_speed(
         progress(f"speed: {driver}")
         sealed, plain = configs[driver], configs[f"{driver}-unsealed"]
         reason = reasons[driver] if plan.hybrid else "not measured in this run (--no-hybrid)"
-        hybrid = configs[f"{driver}-hybrid-hashing"] if reason is None else None
+        hybrid = configs[f"{driver}-{with_vectors}"] if reason is None else None
         try:
             per_driver[driver] = run_driver(run, sealed, plain, hybrid, reason)
         except Exception as exc:
@@ -292,6 +355,7 @@ def _run_speed(
                 progress(f"speed {driver}: FAILED {again!r}")
     return {
         "plan": asdict(plan),
+        "hybrid_config": with_vectors,
         "seal_rows_per_s": round(len(scale_rows) / seal_seconds, 1) if seal_seconds else None,
         "seal_vectors_per_s": (round(len(scale_vectors) / vector_seconds, 1)
                                if scale_vectors and vector_seconds else None),
@@ -301,16 +365,30 @@ def _run_speed(
     }
 
 
+def _hybrid_config_name(plan: SpeedPlan) -> str:
+    """The configuration suffix of the speed runs' store with vectors."""
+    return "default" if plan.hybrid_embedder == "default" else "hybrid-hashing"
+
+
+def _hybrid_embedder(plan: SpeedPlan) -> Any:
+    """The embedder whose vectors are bulk-loaded at the scale points."""
+    return default_embedder() if plan.hybrid_embedder == "default" else stand_in_embedder()
+
+
 def _embedding(
     corpus: Corpus, plan: SpeedPlan, progress: Callable[[str], None]
 ) -> dict[str, Any]:
-    """Per-query embedding time of the stand-in and of MiniLM (if the extra is installed)."""
+    """Per-query embedding time of the stand-in, of the default embedder and of MiniLM (if
+    the extra is installed)."""
     queries = corpus.queries[: plan.embedding_queries]
     stand_in = stand_in_embedder()
+    static = default_embedder()
     out: dict[str, Any] = {
         "queries": len(queries),
         "stand_in": {"status": "ok", "embedder": stand_in.name,
                      **embedding_latency(stand_in, queries)},
+        "static": {"status": "ok", "embedder": static.name,
+                   **embedding_latency(static, queries)},
     }
     reason = minilm_unavailable()
     if reason is not None:
@@ -358,17 +436,61 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
                     f"< {TARGET_RECALL_P95_MS:g} ms"
                     + ("" if driver in TARGET_P95_DRIVERS else " (not a target driver)"),
                     p95, p95 < TARGET_RECALL_P95_MS))
+    found += _default_speed_targets(result.get("speed", {}))
     locomo_results = result.get("locomo", {}).get("results", {})
+    goals = {"hybrid": TARGET_HYBRID_RECALL5, "default": TARGET_DEFAULT_RECALL5}
     for name, data in locomo_results.items():
         if data["kind"] == "baseline":
             continue
-        goal = TARGET_HYBRID_RECALL5 if data["kind"] == "hybrid" else TARGET_SEALED_RECALL5
+        goal = goals.get(data["kind"], TARGET_SEALED_RECALL5)
         if data["status"] != "ok":
             found.append(_target(f"LoCoMo recall@5 ({name})", f">= {goal}", None, None,
                                  data.get("reason", "")))
             continue
         value = data["overall"]["recall@5"]
-        found.append(_target(f"LoCoMo recall@5 ({name})", f">= {goal}", value, value >= goal))
+        note = ("" if data.get("reranker_fitted", True) else
+                "second pass unfitted (_rerank.WEIGHTS has no model): the fused ranking stands")
+        found.append(_target(f"LoCoMo recall@5 ({name})", f">= {goal}", value, value >= goal,
+                             note))
+        if data["kind"] != "default":
+            continue
+        multi = data["by_category"].get(MULTI_HOP, {}).get("recall@5")
+        if multi is not None:
+            found.append(_target(f"LoCoMo multi-hop recall@5 ({name})",
+                                 f">= {TARGET_DEFAULT_MULTI_HOP_RECALL5}", multi,
+                                 multi >= TARGET_DEFAULT_MULTI_HOP_RECALL5, note))
+        off = locomo_results.get(f"{name}-relevance")
+        if off is not None and off.get("status") == "ok":
+            found.append(_target(
+                f"LoCoMo recall@5, signals on vs off ({name} vs {name}-relevance)",
+                ">= signals off", value, value >= off["overall"]["recall@5"],
+                f"signals off: {off['overall']['recall@5']}"))
+    return found
+
+
+def _default_speed_targets(speed: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 14's default-install speed targets, when the hybrid rows are the default's."""
+    if speed.get("hybrid_config") != "default":
+        return []
+    found = []
+    for driver, data in speed.get("drivers", {}).items():
+        hybrid = data.get("hybrid", {})
+        if hybrid.get("status") != "ok":
+            continue
+        goal = TARGET_DEFAULT_P95_MS.get(driver)
+        for point in hybrid["points"]:
+            if point["memories"] == TARGET_P95_AT and goal is not None:
+                p95 = point["warm"]["p95_ms"]
+                found.append(_target(
+                    f"default-install recall p95 at {TARGET_P95_AT:,} memories per person "
+                    f"({driver})", f"<= {goal:g} ms", p95, p95 <= goal))
+        write = data.get("hybrid_write")
+        if write:
+            ratio = write["ratio_p50_vs_sealed"]
+            found.append(_target(
+                f"default-install remember p50 ÷ text-only remember p50 ({driver})",
+                f"<= {TARGET_DEFAULT_REMEMBER_RATIO:g}x", ratio,
+                ratio is not None and ratio <= TARGET_DEFAULT_REMEMBER_RATIO))
     return found
 
 
@@ -413,7 +535,9 @@ def run(
                        for name, config in configs.items()}
             plan = replace(plan, hybrid=False)
         if not skip_locomo:
-            sdk = [configs[d] for d in drivers] + [configs[f"{d}-hybrid"] for d in drivers]
+            sdk = [configs[f"{d}{suffix}"]
+                   for suffix in ("", "-default", "-default-relevance", "-hybrid")
+                   for d in drivers]
             result["locomo"] = _run_locomo(dataset, sdk, workspace, size.workers, progress)
         if not skip_speed:
             result["speed"] = _run_speed(dataset, drivers, configs, workspace, plan, progress)

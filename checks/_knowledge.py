@@ -62,7 +62,7 @@ RECALL_METHODS = frozenset({"recall", "context", "search", "get", "history", "li
 
 SCOPED_METHODS = frozenset(
     {"remember", "recall", "context", "search", "get", "list", "history", "revise", "pin",
-     "unpin", "forget", "confirm", "pending", "approve", "reject"}
+     "unpin", "feedback", "forget", "confirm", "pending", "approve", "reject"}
 )
 """Handle methods that read ``tenant.current()`` and raise ``NoTenantError`` outside a tenant."""
 

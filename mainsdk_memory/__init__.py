@@ -42,7 +42,7 @@ from mainsdk_memory._errors import (
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._options import Options
 from mainsdk_memory._privacy import Privacy
-from mainsdk_memory._recall import RecallMode
+from mainsdk_memory._recall import Ranking, RecallMode
 from mainsdk_memory._records import (
     AgentLimits,
     ForgetRequest,
@@ -56,12 +56,15 @@ from mainsdk_memory._records import (
 )
 from mainsdk_memory._reindex import ReindexReport
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
+from mainsdk_memory._signals import RankingSignals
+from mainsdk_memory._text import LANGUAGES
 from mainsdk_memory.drivers import Capabilities
 from mainsdk_memory.receipts import Receipt
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "LANGUAGES",
     "AgentDisabledError",
     "AgentLimits",
     "AuditError",
@@ -90,6 +93,8 @@ __all__ = [
     "Page",
     "PersonMemory",
     "Privacy",
+    "Ranking",
+    "RankingSignals",
     "ReadPolicy",
     "RecallMode",
     "Receipt",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 
 from mainsdk_memory._errors import (
@@ -24,6 +25,9 @@ from mainsdk_memory._errors import (
 from mainsdk_memory.audit import AuditEvent, AuditSink
 
 __all__ = ["AuditNote", "Auditor"]
+
+_REPORTED: ContextVar[set[str | None] | None] = ContextVar("integrity_reported", default=None)
+"""The memories whose integrity event the current call has emitted (``None``: no call)."""
 
 
 class AuditNote:
@@ -91,7 +95,13 @@ class Auditor:
 
     def integrity(self, tenant: str, actor: str, person: str, memory_id: str | None) -> None:
         """The event of a memory left out of a listing or recall because it disagrees with
-        the key store's anchors (ADR 0047)."""
+        the key store's anchors (ADR 0047); once per memory in one call, however many of its
+        parts (its row, its vector) the call opened."""
+        reported = _REPORTED.get()
+        if reported is not None:
+            if memory_id in reported:
+                return
+            reported.add(memory_id)
         self._one(tenant, "integrity", "error", actor, person, memory_id, IntegrityError.code)
 
     @contextmanager
@@ -106,6 +116,7 @@ class Auditor:
     ) -> Iterator[AuditNote]:
         """Emit one audit event for the enclosed call: its outcome, ids and counts only."""
         note = AuditNote(person, memory_ids)
+        reported = _REPORTED.set(set())
 
         def event(outcome: str, *, code: str | None = None, count: int | None = None) -> None:
             self._record(
@@ -131,4 +142,6 @@ class Auditor:
         except MemorySDKError as error:
             event(_outcome_of(error), code=",".join(getattr(error, "rules", ())) or error.code)
             raise
+        finally:
+            _REPORTED.reset(reported)
         event(note.outcome, count=note.count)

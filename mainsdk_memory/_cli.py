@@ -17,7 +17,6 @@ from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Source
 from mainsdk_memory.drivers.db import upgrade_command
-from mainsdk_memory.embeddings import StaticEmbedder
 from mainsdk_memory.keys import KeyStore
 
 __all__ = ["main", "receipt_main"]
@@ -76,10 +75,8 @@ def _demo(_: argparse.Namespace) -> int:
 
         store = f"local:{root / 'store'}"
         with (
-            # The static embedder ships in the package: meaning without a model or a download.
-            Memory.open(
-                store, keys=root / "keys", app="concierge", embedder=StaticEmbedder()
-            ) as memory,
+            # The default embedder ships in the package: meaning without a model or a download.
+            Memory.open(store, keys=root / "keys", app="concierge") as memory,
             tenant.use("acme"),
         ):
             ada = memory.acting_for("ada", agent="concierge-bot", session="chat-1")

@@ -38,6 +38,9 @@ __all__ = ["DEFAULT_ALPHA", "DEFAULT_K", "DEFAULT_METHOD", "Ranking", "convex", 
 
 #: Weight of BM25 in :func:`convex`; the vector ranking gets ``1 - DEFAULT_ALPHA``.
 DEFAULT_ALPHA: Final = 0.65
+#: Scores closer than this (relative) are equal: float32 cosines of one text differ in their
+#: last bits from one row of a matrix to the next.
+TIE: Final = 1e-6
 #: The ``k`` of :func:`rrf`, from Cormack, Clarke and Büttcher (2009).
 DEFAULT_K: Final = 60
 #: What :func:`fuse` does unless told otherwise.
@@ -76,9 +79,10 @@ def convex(
     """Convex combination of min-max-normalised scores, in [0, 1].
 
     For each list, ``s' = (s - min) / (max - min)`` over that list (every ``s' = 1`` when all
-    its scores are equal); an id absent from a list has ``s' = 0`` there, the same as that
-    list's worst candidate. The fused score is ``alpha * bm25' + (1 - alpha) * vector'``:
-    1.0 exactly when an id is best in both lists, and never above 1.
+    its scores are equal, to within :data:`TIE`); an id absent from a list has ``s' = 0``
+    there, the same as that list's worst candidate. The fused score is
+    ``alpha * bm25' + (1 - alpha) * vector'``: 1.0 exactly when an id is best in both lists,
+    and never above 1.
 
     The normalisation is per query and per list, so scores compare candidates of one query,
     not queries with each other: a weak best match still gets the full share of its list.
@@ -157,7 +161,9 @@ def _minmax(places: _Places) -> dict[str, float]:
         return {}
     values = [score for _place, score in places.values()]
     low, high = min(values), max(values)
-    if high <= low:
+    if high - low <= TIE * max(1.0, abs(high)):
+        # Equal scores (within rounding: the same text's cosines can differ in the last
+        # bits): all 1, not a spread that would blow rounding noise up to the whole [0, 1].
         return dict.fromkeys(places, 1.0)
     span = high - low
     return {memory_id: (score - low) / span for memory_id, (_p, score) in places.items()}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -240,13 +241,26 @@ class GuardedStore:
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
     ) -> builtins.list[VectorEntry]:
-        """The sealed embeddings within ``where``'s subjects (rows are checked when read)."""
+        """The sealed embeddings within ``where``'s subjects (rows are checked when read).
+
+        A driver that trips over a row's time without its offset (``TypeError``) is asked
+        again with no time in the filter, for its current vectors, and those of the sound
+        rows ``where`` matches are kept: the unsound memory is left out, not the recall."""
         assert isinstance(self.driver, VectorDriver)  # noqa: S101 - checked when opened
-        return [
-            entry
-            for entry in self.driver.vectors(where, known=known)
-            if entry.subject in where.subjects
-        ]
+        try:
+            entries = self.driver.vectors(where, known=known)
+        except TypeError:
+            scanned = self._scan(where.tenant, where.app)
+            if scanned is None:
+                raise
+            allowed = {(r.memory_id, r.version) for r in scanned if _sound(r) and where.matches(r)}
+            timeless = replace(where, as_of=None, retention=())
+            entries = [
+                entry
+                for entry in self.driver.vectors(timeless, known=known)
+                if (entry.memory_id, entry.version) in allowed
+            ]
+        return [entry for entry in entries if entry.subject in where.subjects]
 
     def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
         """The ids of the subject's memories the driver cannot decode (a driver that says

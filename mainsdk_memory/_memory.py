@@ -29,7 +29,7 @@ from mainsdk_memory._errors import (
     InvalidInputError,
     MemoryCapabilityError,
 )
-from mainsdk_memory._options import Options, Settings, settle
+from mainsdk_memory._options import Options, Settings, resolve_embedder, settle
 from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits, MemoryRecord
 from mainsdk_memory._reindex import ReindexReport
@@ -65,9 +65,9 @@ class Memory:
     def _start(self, driver: Driver, keystore: KeyStore, settings: Settings) -> None:
         if driver.capabilities.erase != "hard" and settings.labels != frozenset({"none"}):
             raise ErasePolicyError
-        if settings.embedder is not None and not (
-            driver.capabilities.vectors and isinstance(driver, VectorDriver)
-        ):
+        stores_vectors = driver.capabilities.vectors and isinstance(driver, VectorDriver)
+        settings = resolve_embedder(settings, stores_vectors)
+        if settings.embedder is not None and not stores_vectors:
             raise MemoryCapabilityError(
                 "vectors",
                 f"The {driver.name!r} driver does not store vectors, so it cannot be "
@@ -102,8 +102,14 @@ class Memory:
         returned, and :meth:`enforce_retention` erases it; memories about a child are capped
         at 90 days whatever the configuration. ``max_text_chars`` is the longest text
         accepted (default 8,000). ``embedder`` (see :mod:`mainsdk_memory.embeddings`) gives
-        every new version a sealed embedding and turns on vector and hybrid recall; without
-        it recall is BM25 only. An unknown option raises :class:`ConfigurationError`.
+        every new version a sealed embedding for vector and hybrid recall: left out, it is
+        :class:`~mainsdk_memory.embeddings.StaticEmbedder` on a driver that stores vectors;
+        ``None`` makes recall BM25 only. ``language`` (default ``"english"``) is the one
+        memories and queries are stemmed in unless a call names one. ``signals``
+        (:class:`~mainsdk_memory.RankingSignals`) sets how far a memory's kind, uses, pin and
+        feedback move its recall score (default: the weights and half-lives in
+        docs/concepts.md). An unknown option raises
+        :class:`ConfigurationError`.
         """
         settings = settle(app, options)  # every option is checked before anything is opened
         if not isinstance(keys, str | os.PathLike) or not str(keys):
@@ -140,7 +146,7 @@ class Memory:
         self.close()
 
     def close(self) -> None:
-        """Close the driver."""
+        """Write the ranking uses counted and not written yet, and close the driver."""
         self._services.close()
 
     @property
@@ -179,7 +185,8 @@ class Memory:
 
     @property
     def embedder(self) -> Embedder | None:
-        """The embedder given to :meth:`open`, or ``None`` (recall is BM25 only)."""
+        """The store's embedder (the default one unless :meth:`open` named another), or
+        ``None`` (opened with ``embedder=None``, or a driver without vectors: BM25 only)."""
         vectors = self._services.vectors
         return None if vectors is None else vectors.embedder
 
@@ -319,7 +326,7 @@ class Memory:
         walked; a person's memories only when ``people`` names them, as no store or key store
         can turn a row's pseudonym back into the person's id (their memories are counted as
         ``unreached``). A memory that fails its integrity check or is damaged is skipped and
-        counted; a child's memories are never given to an embedder that uses a model.
+        counted; a child's memories are never embedded.
         ``progress(done, total)`` is called after each ``batch`` memories. Audited once,
         with counts only (actor ``app``).
         """
@@ -328,9 +335,9 @@ class Memory:
         if index is None:
             raise MemoryCapabilityError(
                 "vectors",
-                "This store was opened without an embedder, so there is nothing to reindex "
-                "with. Open it with embedder=... (for example "
-                "mainsdk_memory.embeddings.StaticEmbedder()) and call reindex again.",
+                "This store was opened with embedder=None (or on a driver without vectors), so "
+                "there is nothing to reindex with. Open it without embedder=None (the default "
+                "embedder) or with another embedder, and call reindex again.",
             )
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InvalidInputError("batch is a positive integer.")

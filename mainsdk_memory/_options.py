@@ -9,20 +9,32 @@ the same names, and a test holds the three together.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import TypedDict
+from enum import Enum
+from typing import Final, TypedDict
 
 from pydantic import BaseModel
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._errors import ConfigurationError, InvalidInputError
 from mainsdk_memory._records import AgentLimits
+from mainsdk_memory._signals import RankingSignals
+from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language
 from mainsdk_memory.audit import AuditSink, LoggingSink
-from mainsdk_memory.embeddings import Embedder
+from mainsdk_memory.embeddings import Embedder, StaticEmbedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
 
-__all__ = ["OPTION_NAMES", "Options", "Settings", "settle"]
+__all__ = ["DEFAULT_EMBEDDER", "OPTION_NAMES", "Options", "Settings", "resolve_embedder", "settle"]
+
+
+class DefaultEmbedder(Enum):
+    """The ``embedder`` option left out: the default embedder, if the driver stores vectors."""
+
+    DEFAULT = "default"
+
+
+DEFAULT_EMBEDDER: Final = DefaultEmbedder.DEFAULT
 
 
 class Options(TypedDict, total=False):
@@ -45,9 +57,16 @@ class Options(TypedDict, total=False):
     max_text_chars: int
     """The longest text ``remember``, ``revise`` and ``recall`` accept (default 8,000)."""
     embedder: Embedder | None
-    """Gives every new version a sealed embedding and turns on vector and hybrid recall."""
+    """Gives every new version a sealed embedding for vector and hybrid recall (default:
+    :class:`~mainsdk_memory.embeddings.StaticEmbedder` on a driver that stores vectors;
+    ``None`` turns vectors off)."""
     allow_readable_keys: bool
     """Open a key store that other users can read (refused by default, as ssh does)."""
+    signals: RankingSignals | None
+    """How kind, uses, pin and feedback move recall scores (default :class:`RankingSignals`)."""
+    language: str
+    """The language memories and queries are stemmed in unless a call names one (default
+    ``"english"``; :data:`mainsdk_memory.LANGUAGES`)."""
 
 
 #: Every option's name, in the order docs/api.md lists them.
@@ -69,8 +88,12 @@ class Settings:
     limits: AgentLimits
     retention: Mapping[str, timedelta]
     max_text_chars: int
-    embedder: Embedder | None
+    embedder: Embedder | DefaultEmbedder | None
+    """:data:`DEFAULT_EMBEDDER` when the option was left out (resolved once the driver is
+    known: :func:`resolve_embedder`)."""
     allow_readable_keys: bool
+    signals: RankingSignals
+    language: str
 
 
 def settle(app: str, options: Mapping[str, object]) -> Settings:
@@ -120,9 +143,35 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
         limits=limits or AgentLimits(),
         retention=retention,
         max_text_chars=max_text,
-        embedder=opts.get("embedder"),
+        embedder=opts.get("embedder", DEFAULT_EMBEDDER),
         allow_readable_keys=_flag(opts.get("allow_readable_keys", False), "allow_readable_keys"),
+        signals=_signals(opts.get("signals")),
+        language=_language(opts.get("language", DEFAULT_LANGUAGE)),
     )
+
+
+def resolve_embedder(settings: Settings, stores_vectors: bool) -> Settings:
+    """``settings`` with its embedder decided: a left-out option becomes the default
+    :class:`~mainsdk_memory.embeddings.StaticEmbedder` where the driver stores vectors, and
+    no embedder (BM25 only) where it does not (ADR 0083)."""
+    if settings.embedder is not DEFAULT_EMBEDDER:
+        return settings
+    return replace(settings, embedder=StaticEmbedder() if stores_vectors else None)
+
+
+def _signals(value: object) -> RankingSignals:
+    if value is None:
+        return RankingSignals()
+    if not isinstance(value, RankingSignals):
+        raise ConfigurationError("signals must be a RankingSignals (or None: the defaults).")
+    return value
+
+
+def _language(value: object) -> str:
+    try:
+        return check_language(value)
+    except InvalidInputError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def _flag(value: object, what: str) -> bool:

@@ -21,6 +21,7 @@ from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._scoped import ScopedMemory
 from mainsdk_memory._sealing import open_record
+from mainsdk_memory._signals import export_signals
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
 if TYPE_CHECKING:
@@ -66,14 +67,14 @@ class Privacy:
         """Erase everything about ``person_id`` here, then destroy their keys; one receipt.
 
         Every memory about the person (every version and index entry, every agent, every
-        session), their pending forget requests and their guardian policy are removed through
-        the driver, which confirms each erase; then the person's secret (sealing and index
-        keys) is destroyed in the key store, so any copy of the store — a backup included —
-        can no longer be opened or searched for them, by this process or any other that had
-        read the key (ADR 0039). The person gets a fresh pseudonym: if they come back, their
-        new memories cannot be linked to the rows of an old backup. Safe to run again: an
-        interrupted erase finishes, and an erase with nothing left returns a receipt that
-        says so.
+        session), their pending forget requests, guardian policy and ranking signals (uses,
+        feedback) are removed through the driver, which confirms each erase; then the
+        person's secret (sealing and index keys) is destroyed in the key store, so any copy
+        of the store — a backup included — can no longer be opened or searched for them, by
+        this process or any other that had read the key (ADR 0039). The person gets a fresh
+        pseudonym: if they come back, their new memories cannot be linked to the rows of an
+        old backup. Safe to run again: an interrupted erase finishes, and an erase with
+        nothing left returns a receipt that says so.
         """
         tenant_id, person = self._person(person_id)
         services = self._services
@@ -115,10 +116,12 @@ class Privacy:
                 for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
                     services.control.put(tenant_id, key, None)
                 services.control.put(tenant_id, guardian_key(pseudonym), None)
+            services.signals.delete(tenant_id, pseudonyms)  # their uses and feedback
             # From here no handle, in any process, seals or opens with the destroyed secret,
             # and the person is named by a fresh pseudonym.
             destroyed = services.destroy_person_keys(tenant_id, person.person)
             erase_rows()  # a write in flight elsewhere may have landed before its key went
+            services.signals.delete(tenant_id, pseudonyms)  # and a use counted meanwhile
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
             return services.issue_receipt(
@@ -144,7 +147,8 @@ class Privacy:
 
         Format ``mainsdk-memory-export/1`` (see docs/privacy.md): the person, tenant and app,
         each memory with every version's text, typed data, source, trust, author, dates, and
-        the pending forget requests and guardian policy. Audited (ids only).
+        the pending forget requests, guardian policy and the ranking signals of their memories
+        (uses, last use, feedback). Audited (ids only).
         """
         tenant_id, person = self._person(person_id)
         services = self._services
@@ -172,6 +176,9 @@ class Privacy:
                 "memories": memories,
                 "pending_forget_requests": requests,
                 "guardian_policy": person.guardian_policy(),
+                "signals": export_signals(
+                    person, pseudonym, [memory["id"] for memory in memories]
+                ),
             }
 
     # -- children -------------------------------------------------------------------------

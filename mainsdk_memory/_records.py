@@ -159,6 +159,8 @@ class MemoryRecord(BaseModel):
     """The person who confirmed this version, when a person confirmed it."""
     author: str = ""
     """Who wrote this version: an agent name, or ``@person`` for the person themself."""
+    language: str = "english"
+    """The language its words were stemmed in for search (``remember(..., language=)``)."""
 
     @property
     def quarantined(self) -> bool:

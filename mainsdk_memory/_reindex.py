@@ -14,8 +14,8 @@ the memories of pseudonyms nobody named are counted as ``unreached``, never open
 
 Resumable and idempotent: a version whose stored vector opens as this embedder's is left
 alone, so a second run embeds nothing and an interrupted run continues where it stopped. A
-memory that fails its integrity check, or whose rows are damaged, is skipped and counted. No
-model reads a child's memories: with an embedder that uses a model they are skipped.
+memory that fails its integrity check, or whose rows are damaged, is skipped and counted. A
+child's memories stay text only, whatever the embedder: they are skipped and counted.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class ReindexReport:
     """Versions not embedded because their memory failed its integrity check, or was erased
     meanwhile; a memory whose rows cannot be read at all (damaged) counts once."""
     skipped_child: int = 0
-    """Versions not embedded: about a child, and the embedder uses a model."""
+    """Versions not embedded: about a child (a child's memories stay text only)."""
     skipped_unseen: int = 0
     """Versions no read can see (a shared memory quarantined outside any session)."""
     unreached: int = 0
@@ -179,7 +179,7 @@ def _subject_batch(
                         continue
                 except SealError:
                     pass  # an unopenable vector is replaced if the memory itself opens
-            if child and index.embedder.uses_model:
+            if child:
                 counts.skipped_child += 1
                 continue
             try:

@@ -43,7 +43,7 @@ from mainsdk_memory._integrity import (
     unanchor,
     written,
 )
-from mainsdk_memory._recall import RecallMode, recall
+from mainsdk_memory._recall import Ranking, RecallMode, recall
 from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
 from mainsdk_memory._sealing import (
     Contents,
@@ -57,6 +57,9 @@ from mainsdk_memory._sealing import (
     seal_vector,
     to_record,
 )
+from mainsdk_memory._signals import feedback as add_feedback
+from mainsdk_memory._signals import feedback_value
+from mainsdk_memory._text import check_language
 from mainsdk_memory._walls import (
     check_injection,
     check_write,
@@ -106,6 +109,10 @@ class _Handle:
         return self._services.audit.call(
             tenant_id, operation, actor=caller.actor, person=caller.person, memory_ids=ids
         )
+
+    def _language(self, language: object) -> str:
+        """``language``, checked, or the Memory's when it is ``None``."""
+        return self._services.settings.language if language is None else check_language(language)
 
     def _current_row(self, memory_id: object) -> tuple[builtins.list[StoredRow], StoredRow]:
         if not isinstance(memory_id, str):
@@ -207,6 +214,7 @@ class _Handle:
         pinned: bool = False,
         session_only: bool = False,
         data: BaseModel | None = None,
+        language: str | None = None,
     ) -> MemoryRecord:
         """Store a new memory and return it (version 1, id ``mem_…``).
 
@@ -219,12 +227,15 @@ class _Handle:
         it with ``memory.confirm_shared``). A session is this person's and this agent's: the
         same name opened by anyone else is another session.
         ``session_only`` memories are seen only in this session. ``data`` is a pydantic model
-        instance kept with the text and returned as that model. The injection check runs
-        first; a flagged text raises :class:`MemoryInjectionError` and nothing is stored.
+        instance kept with the text and returned as that model. ``language`` (default: the
+        Memory's, English unless opened with ``language=``) is the one its words are stemmed
+        in, so recall in that language finds inflected and partial forms. The injection check
+        runs first; a flagged text raises :class:`MemoryInjectionError` and nothing is stored.
         """
         with self._begin("remember") as note:
             caller, services = self._caller, self._services
             text = validate.text(text, services.settings.max_text_chars)
+            checked_language = self._language(language)
             checked_kind = validate.kind(kind)
             subject = caller.about(about)
             source = self._source(source)
@@ -261,6 +272,7 @@ class _Handle:
                 session_only=session_only,
                 valid_from=now if start is None else start,
                 recorded_at=now,
+                language=checked_language,
             )
             place = first_place(
                 caller, subject, pinned=pinned, created_at=now, labels=checked_labels, cap=cap
@@ -285,17 +297,19 @@ class _Handle:
         valid_from: datetime | None = None,
         labels: Sequence[str] | None = None,
         data: BaseModel | None = None,
+        language: str | None = None,
     ) -> MemoryRecord:
         """Write the memory's next version and close the current one at ``valid_from``.
 
-        Unset arguments keep the current version's kind and labels; ``data`` belongs to the
-        text it comes with, so it is not carried over. A revision never raises trust above the
-        current version's unless the person's own handle writes it. Raises
+        Unset arguments keep the current version's kind, labels and language; ``data``
+        belongs to the text it comes with, so it is not carried over. A revision never raises
+        trust above the current version's unless the person's own handle writes it. Raises
         :class:`MemoryConflictError` if another writer revised it first.
         """
         with self._begin("revise", [memory_id]):
             caller, services = self._caller, self._services
             text = validate.text(text, services.settings.max_text_chars)
+            given_language = None if language is None else self._language(language)
             rows, current = self._current_row(memory_id)
             held = open_contents(caller, current)  # its columns are checked before they count
             check_versions(rows)
@@ -348,6 +362,7 @@ class _Handle:
                 session_only=current.session_only,
                 valid_from=start,
                 recorded_at=now,
+                language=held.language if given_language is None else given_language,
             )
             place = next_place(caller, current)
             row = seal(caller, contents, place)
@@ -396,7 +411,7 @@ class _Handle:
     ) -> _receipts.Receipt:
         caller, services = self._caller, self._services
         tenant_id = caller.tenant
-        result = services.erase_memory(tenant_id, subject, memory_id)
+        result = services.erase_memory(tenant_id, subject, memory_id, person=caller.person)
         # Pending requests about the erased memory go too: no id of it stays behind. They are
         # filed under the person the asking agent acted for (shared memory: anyone's).
         prefix = "forget/" if subject == TENANT_SUBJECT else requests_prefix(caller.pseudonym())
@@ -467,6 +482,24 @@ class _Handle:
             note.count = len(items)
             return Page(items=items, next_cursor=next_cursor)
 
+    def feedback(self, memory_id: str, value: int) -> None:
+        """Raise (``+1``) or lower (``-1``) how the memory ranks in later recalls.
+
+        The memory is one this handle may see (else :class:`MemoryNotFound`, as ``get``
+        raises); ``value`` is exactly ``1`` or ``-1``. A memory's feedback is summed
+        (clamped to ±10) and moves its recall score by at most ``feedback_weight`` of the
+        ranking signals (docs/concepts.md); it is sealed with the person's memories and goes
+        with forget, erase and export. An agent's feedback counts as one of its writes (kill
+        switch, rate). Audited with the memory id only.
+        """
+        with self._begin("feedback", [memory_id]):
+            caller = self._caller
+            checked = feedback_value(value)
+            _, current = self._current_row(memory_id)
+            open_contents(caller, current)  # a row that disagrees with its anchor is not rated
+            check_write(caller, new_personal_memory=False)
+            add_feedback(caller, current.memory_id, current.subject, checked)
+
     def recall(
         self,
         query: str,
@@ -475,28 +508,52 @@ class _Handle:
         kinds: Iterable[str] | None = None,
         as_of: datetime | None = None,
         mode: RecallMode = "auto",
+        ranking: Ranking = "signals",
+        language: str | None = None,
     ) -> builtins.list[Hit]:
         """The memories that best match ``query``, best first, each with a score in [0, 1].
 
         With ``as_of``, the versions valid at that time answer ("where did she live in
-        September?"). ``mode`` picks the ranking: ``"text"`` is BM25 over blind terms (a
+        September?"). ``mode`` picks the candidates: ``"text"`` is BM25 over blind terms (a
         query of only stopwords matches nothing); ``"vector"`` ranks the sealed embeddings
         by cosine similarity (negative cosines score 0); ``"hybrid"`` fuses both
-        (``0.65 · bm25' + 0.35 · cosine'`` over each ranking's min-max-normalised top 50,
-        docs/concepts.md); ``"auto"``, the default, is hybrid when the memory was opened
-        with an embedder and text otherwise. Vector and hybrid recall without an embedder
-        raise :class:`MemoryCapabilityError`. Memories the injection check flags are left
-        out (and audited by id).
+        (``0.65 · bm25' + 0.35 · cosine'`` over each ranking's min-max-normalised top 50),
+        then re-ranks the best 20 by how well each answers the query, leaving out those
+        only the vectors found that do not answer it; ``"auto"``, the default, is hybrid
+        when the memory has an embedder (the default one, unless opened with
+        ``embedder=None``) and text otherwise (docs/concepts.md). Vector and hybrid recall
+        without an embedder raise :class:`MemoryCapabilityError`. ``ranking="signals"``
+        (the default) lets kind and age, past use, pins and :meth:`feedback` move a memory
+        up or down a little; ``"relevance"`` turns every signal off. Each returned memory
+        counts as used (``context`` does not count). ``language`` (default: the Memory's)
+        is the one the query's words are stemmed in; it finds the memories written in it.
+        Memories the injection check flags are left out (and audited by id).
         """
         with self._begin("recall") as note:
             hits = recall(
-                self._caller, query, top_k=top_k, kinds=kinds, as_of=as_of, mode=mode, note=note
+                self._caller,
+                query,
+                top_k=top_k,
+                kinds=kinds,
+                as_of=as_of,
+                mode=mode,
+                ranking=ranking,
+                count_uses=True,
+                language=self._language(language),
+                note=note,
             )
             note.memory_ids.extend(hit.record.id for hit in hits)
             note.count = len(hits)
             return hits
 
-    def context(self, query: str, *, top_k: int = 5, max_chars: int | None = None) -> str:
+    def context(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        max_chars: int | None = None,
+        language: str | None = None,
+    ) -> str:
         """One untrusted-data block for a user message: pinned memories first, then matches.
 
         Every memory's text is escaped so nothing inside it can close the block or forge an
@@ -504,7 +561,15 @@ class _Handle:
         """
         with self._begin("context") as note:
             max_chars = check_max_chars(max_chars)
-            hits = recall(self._caller, query, top_k=top_k, kinds=None, as_of=None, note=note)
+            hits = recall(
+                self._caller,
+                query,
+                top_k=top_k,
+                kinds=None,
+                as_of=None,
+                language=self._language(language),
+                note=note,
+            )
             block, ids = assemble(pinned_records(self._caller), hits, max_chars=max_chars)
             note.memory_ids.extend(ids)
             note.count = len(ids)

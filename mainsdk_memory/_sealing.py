@@ -25,10 +25,10 @@ from pydantic import BaseModel, ValidationError
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import IntegrityError, SealError
+from mainsdk_memory._errors import IntegrityError, InvalidInputError, SealError
 from mainsdk_memory._integrity import anchor_new, anchor_of, anchored_pin
 from mainsdk_memory._records import Kind, MemoryRecord, Scope, Source, Trust
-from mainsdk_memory._text import index_terms
+from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language, index_terms
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
 from mainsdk_memory.keys import SubjectKeys, associated_data
@@ -106,6 +106,8 @@ class Contents:
     session_only: bool
     valid_from: datetime
     recorded_at: datetime
+    language: str = DEFAULT_LANGUAGE
+    """The language its index terms were made in (:mod:`mainsdk_memory._text`)."""
 
     def payload(self) -> dict[str, Any]:
         """The JSON document that is sealed (the token only where it is not the name, so a
@@ -128,6 +130,8 @@ class Contents:
         }
         if self.session_token != self.session:
             document["session_token"] = self.session_token
+        if self.language != DEFAULT_LANGUAGE:  # English versions seal as they always did
+            document["language"] = self.language
         return document
 
 
@@ -228,7 +232,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
         memory_ad(caller, place.subject, place.memory_id, place.version),
     )
     counts: dict[str, int] = {}
-    terms = index_terms(contents.text)
+    terms = index_terms(contents.text, contents.language)
     for term in terms:
         token = keys.blind(term)
         counts[token] = counts.get(token, 0) + 1
@@ -319,8 +323,9 @@ def _decrypt(
             session_only=payload["session_only"],
             valid_from=datetime.fromisoformat(payload["valid_from"]),
             recorded_at=datetime.fromisoformat(payload["recorded_at"]),
+            language=check_language(payload.get("language", DEFAULT_LANGUAGE)),
         )
-    except (KeyError, TypeError, ValueError, ValidationError):
+    except (KeyError, TypeError, ValueError, ValidationError, InvalidInputError):
         raise SealError from None
     consistent = (
         contents.kind.value == row.kind
@@ -372,6 +377,7 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
         created_at=row.created_at,
         confirmed_by=contents.confirmed_by,
         author=contents.author,
+        language=contents.language,
     )
 
 
@@ -386,10 +392,10 @@ def open_record(
 
 
 def embedding_index(caller: Caller, *, child: bool) -> VectorIndex | None:
-    """The store's vector index, unless there is none or a child's text would reach a model
-    through it (no model ever reads a child's memories)."""
+    """The store's vector index, unless there is none or the memory is about a child: a
+    child's memories stay text only, whatever the embedder (ADR 0083)."""
     index = caller.services.vectors
-    if index is None or (child and index.embedder.uses_model):
+    if index is None or child:
         return None
     return index
 

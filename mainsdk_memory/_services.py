@@ -23,7 +23,8 @@ from mainsdk_memory._auditing import Auditor
 from mainsdk_memory._control import ControlStore
 from mainsdk_memory._errors import InvalidInputError
 from mainsdk_memory._guard import GuardedStore
-from mainsdk_memory._options import Settings
+from mainsdk_memory._options import DefaultEmbedder, Settings
+from mainsdk_memory._signals import SignalBook
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import Verdicts
 from mainsdk_memory.drivers import TENANT_SUBJECT, Driver, EraseResult
@@ -47,11 +48,16 @@ class Services:
         self.agents = AgentControl(self.control, settings.limits, self.now, self._count_write)
         self.audit = Auditor(settings.audit, settings.app, self.now)
         self.verdicts = Verdicts()
+        embedder = settings.embedder  # resolved by Memory before (resolve_embedder)
         self.vectors: VectorIndex | None = (
-            None if settings.embedder is None else VectorIndex(settings.embedder)
+            None
+            if embedder is None or isinstance(embedder, DefaultEmbedder)
+            else VectorIndex(embedder)
         )
         self._schemas: dict[str, type[BaseModel]] = {}
         self._scopes: dict[str, str] = {}
+        self.signals = SignalBook(driver, keys, settings.app, settings.signals, self.anchor_scope)
+        """The sealed ranking signals of each subject (uses, feedback)."""
         for schema in settings.schemas:
             self.register_schema(schema)
 
@@ -144,18 +150,33 @@ class Services:
                 model = obj
         return model
 
-    def erase_memory(self, tenant_id: str, subject: str, memory_id: str) -> EraseResult:
+    def erase_memory(
+        self, tenant_id: str, subject: str, memory_id: str, *, person: str | None = None
+    ) -> EraseResult:
         """Erase every version of one memory: first its anchor in the key store (with its
         salt, so no copy of it anywhere opens again, even if what follows is interrupted),
-        then its rows, then its opened vectors here."""
+        then its ranking signals, its rows, and its opened vectors here.
+
+        ``subject`` is the rows' (a pseudonym, or the tenant); ``person`` names whose
+        pseudonym it is, when known, so their sealed signals can be opened (a retention
+        sweep knows only the pseudonym: the entry goes at a later pruning, ``_signals``)."""
         self.keys.anchors.drop(self.anchor_scope(tenant_id), memory_id)
+        # After the anchor: a use or feedback racing this erase is no longer recorded.
+        owner = TENANT_SUBJECT if subject == TENANT_SUBJECT else person
+        signal_keys = None if owner is None else self.subject_keys(tenant_id, owner, create=False)
+        if signal_keys is not None:
+            self.signals.discard(tenant_id, subject, signal_keys, memory_id, self.now())
         result = self.store.erase(tenant_id, self.app, subject, memory_id)
         if self.vectors is not None:
             self.vectors.discard(tenant_id, self.app, subject, memory_id)
         return result
 
     def close(self) -> None:
-        """Close the driver and this handle's connection to the anchors."""
-        self.driver.close()
-        self.keys.anchors.close()
+        """Write the uses counted and not written yet, then close the driver and this
+        handle's connection to the anchors."""
+        try:
+            self.signals.flush(self.now())
+        finally:
+            self.driver.close()
+            self.keys.anchors.close()
 

@@ -33,8 +33,9 @@ class AuditEvent:
     app: str
     operation: str
     """``remember``, ``revise``, ``recall``, ``context``, ``get``, ``list``, ``history``,
-    ``pin``, ``unpin``, ``forget``, ``forget-request``, ``approve``, ``reject``, ``confirm``,
-    ``grant``, ``revoke``, ``kill``, ``revive``, ``omit`` (a recalled memory left out)."""
+    ``pin``, ``unpin``, ``feedback``, ``forget``, ``forget-request``, ``approve``, ``reject``,
+    ``confirm``, ``grant``, ``revoke``, ``kill``, ``revive``, ``omit`` (a recalled memory left
+    out)."""
     outcome: str
     """``ok``, ``pending``, ``refused``, ``not-found``, ``conflict``, ``error``."""
     actor: str

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from _bm25_rows import rows_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
@@ -35,21 +36,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _rows(docs: list[list[str]], blind: Callable[[str], str]) -> list[StoredRow]:
-    rows = []
-    for i, terms in enumerate(docs):
-        counts: dict[str, int] = {}
-        for term in terms:
-            token = blind(term)
-            counts[token] = counts.get(token, 0) + 1
-        rows.append(
-            StoredRow(
-                tenant="t", app="a", subject="p_x", memory_id=f"mem_{i:026d}", version=1,
-                kind="fact", labels=("personal",), trust="inferred", agent="bot", session=None,
-                session_only=False, pinned=False, created_at=T0, recorded_at=T0 + timedelta(i),
-                valid_from=T0, valid_to=None, sealed=b"x", terms=counts, length=len(terms),
-            )
-        )
-    return rows
+    return rows_of([[blind(term) for term in terms] for terms in docs])
 
 
 @settings(max_examples=150, deadline=None)
@@ -89,7 +76,7 @@ def test_recall_through_the_sdk_matches_plaintext_bm25(store_url: str, keys_path
         ada = memory.acting_for("ada", agent="bot")
         ids = [ada.remember(text).id for text in texts]
         query = "tomato harbour violin lantern"
-        hits = ada.recall(query, top_k=40)
+        hits = ada.recall(query, top_k=40, mode="text", ranking="relevance")
     corpus = [index_terms(text) for text in texts]
     plain = PlainBM25(corpus, k1=BM25_K1, b=BM25_B).get_scores(index_terms(query))
     expected = sorted(

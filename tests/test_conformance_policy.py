@@ -108,7 +108,8 @@ def test_constructing_memory_on_a_soft_erase_driver_is_refused_too(
 def test_recall_on_a_driver_without_text_search_names_the_capability(
     tmp_path: Path, keys_path: Path, in_tenant: None
 ) -> None:
-    with Memory(NoSearchDriver(tmp_path / "s"), KeyStore.open(keys_path), app="app") as memory:
+    driver = NoSearchDriver(tmp_path / "s")
+    with Memory(driver, KeyStore.open(keys_path), app="app", embedder=None) as memory:
         ada = memory.acting_for("ada", agent="helper")
         record = ada.remember("Ada prefers WhatsApp.")
         with pytest.raises(MemoryCapabilityError) as missing:
@@ -119,6 +120,14 @@ def test_recall_on_a_driver_without_text_search_names_the_capability(
             ada.history(record.id)
         assert no_history.value.capability == "time_travel"
         assert ada.get(record.id).text == "Ada prefers WhatsApp."  # what it declares works
+    with Memory(NoSearchDriver(tmp_path / "s"), KeyStore.open(keys_path), app="app") as memory:
+        ada = memory.acting_for("ada", agent="helper")  # the default embedder: vectors only
+        found = ada.remember("Ada's daughter is called Mia.")
+        assert [hit.record.id for hit in ada.recall("her child's name", mode="vector")][:1] == [
+            found.id
+        ]
+        with pytest.raises(MemoryCapabilityError):
+            ada.recall("whatsapp", mode="text")
 
 
 def test_time_travel_calls_on_a_driver_without_it_name_the_capability(

@@ -18,6 +18,7 @@ from mainsdk_memory import (
     Kind,
     Memory,
     Options,
+    RankingSignals,
     Source,
     Trust,
     tenant,
@@ -135,6 +136,8 @@ def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
         "max_text_chars": 100,
         "embedder": HashingEmbedder(),
         "allow_readable_keys": False,
+        "signals": RankingSignals(pin_weight=0.2),
+        "language": "german",
     }
     assert set(values) == set(OPTION_NAMES)
     with Memory.open(f"local:{tmp_path / 'store'}", keys=keys_path, app="app", **values) as m:

@@ -214,7 +214,7 @@ def test_with_an_embedder_the_server_stores_sealed_vectors_and_recalls_hybrid(
     with Memory.open(setup.store, keys=setup.keys, app="app", embedder=hashing) as memory, \
             tenant.use("acme"):
         ada = memory.person("ada")
-        hits = ada.recall("green tea", mode="vector")  # the vector the server sealed opens here
+        hits = ada.recall("green tea", mode="vector", ranking="relevance")  # the server's vector
         assert [hit.record.id for hit in hits] == [ids["stored"]] and hits[0].score > 0.5
 
 

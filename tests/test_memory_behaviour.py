@@ -98,8 +98,8 @@ def test_recall_ranks_the_best_match_first_with_scores_in_range(memory: Memory) 
     assert all(0.0 <= hit.score <= 1.0 for hit in hits)
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
     assert len(ada.recall("tea", top_k=1)) == 1
-    assert ada.recall("volcano eruption") == []
-    assert ada.recall("the and of") == []  # stopwords only: nothing to match
+    assert ada.recall("volcano eruption", mode="text") == []  # no word in common
+    assert ada.recall("the and of", mode="text") == []  # stopwords only: nothing to match
 
 
 def test_recall_matches_stems_and_case(memory: Memory) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import pickle
+import re
 import stat
 from pathlib import Path
 
@@ -59,6 +60,20 @@ def _store_bytes(memory: Memory) -> list[tuple[str, bytes]]:
     return list(memory.driver.raw_dump())
 
 
+#: Shorter needles are also found by chance inside sealed bytes written as base64 (a 4-letter
+#: needle once in every 64^4 positions: a store with vectors holds enough of them to make
+#: that likely), so they count only where no base64 character stands either side.
+_CHANCE_BELOW = 8
+_BASE64 = rb"A-Za-z0-9+/=_-"
+
+
+def _holds(blob: bytes, needle: bytes) -> bool:
+    if len(needle) >= _CHANCE_BELOW:
+        return needle in blob
+    pattern = rb"(?<![" + _BASE64 + rb"])" + re.escape(needle) + rb"(?![" + _BASE64 + rb"])"
+    return re.search(pattern, blob) is not None
+
+
 def test_no_word_of_a_stored_sentence_is_readable_anywhere_in_the_store(
     memory: Memory, tmp_path: Path
 ) -> None:
@@ -77,7 +92,7 @@ def test_no_word_of_a_stored_sentence_is_readable_anywhere_in_the_store(
     needles |= {base64.b64encode(text.encode()) for text in SENTENCES}
     needles |= {b"priya"}  # the person id is pseudonymous in the store too
     leaks = sorted(
-        (where, needle) for where, blob in dump for needle in needles if needle in blob
+        (where, needle) for where, blob in dump for needle in needles if _holds(blob, needle)
     )
     assert leaks == []
     # And on disk, for the local driver: every file under the test folder except the keys.
@@ -85,7 +100,7 @@ def test_no_word_of_a_stored_sentence_is_readable_anywhere_in_the_store(
         for path in (tmp_path / "store").rglob("*"):
             if path.is_file():
                 data = path.read_bytes()
-                assert not [n for n in needles if n in data], path.name
+                assert not [n for n in needles if _holds(data, n)], path.name
                 assert b"priya" not in path.name.encode().lower()
 
 

@@ -93,9 +93,19 @@ def test_with_no_extra_it_answers_the_readmes_question(
         assert "WhatsApp" in ada.context("how do we reach her?")
 
 
-def test_without_an_embedder_recall_is_bm25_only(store_url: str, keys_path: Path) -> None:
+def test_the_default_install_finds_the_readmes_answer(store_url: str, keys_path: Path) -> None:
     with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
-        assert memory.embedder is None  # not on by default yet (ADR 0083)
+        assert isinstance(memory.embedder, StaticEmbedder)  # on by default (ADR 0083)
+        ada = memory.acting_for("ada", agent="bot")
+        whatsapp = ada.remember("Ada prefers WhatsApp over email.")
+        ada.remember("Ada's daughter is called Mia.")
+        assert ada.recall("how do we reach her?")[0].record.id == whatsapp.id
+
+
+def test_without_an_embedder_recall_is_bm25_only(store_url: str, keys_path: Path) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        assert memory.embedder is None
         ada = memory.acting_for("ada", agent="bot")
         ada.remember("Ada prefers WhatsApp over email.")
         assert ada.recall("how do we reach her?") == []

@@ -28,7 +28,14 @@ from mainsdk_memory import (
 from mainsdk_memory._memory import services_of
 from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.audit import MemorySink
-from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver, Filter, VectorEntry
+from mainsdk_memory.drivers import (
+    TENANT_SUBJECT,
+    Capabilities,
+    Driver,
+    Filter,
+    VectorDriver,
+    VectorEntry,
+)
 from mainsdk_memory.embeddings import to_bytes
 from mainsdk_memory.keys import KeyStore
 
@@ -121,16 +128,20 @@ def test_hybrid_fuses_both_rankings_into_one_score_in_unit_interval(vmemory: Mem
     lisbon = bot.remember("Ada lives in Lisbon near the river.")
     bot.remember("Ada visited Porto once.")
     bot.remember("Ada owns a dog.")
-    hits = bot.recall("where does Ada live in Lisbon", mode="hybrid", top_k=3)
+    hits = bot.recall("where does Ada live in Lisbon", mode="hybrid", top_k=3, ranking="relevance")
     assert hits[0].record.id == lisbon.id
-    assert hits[0].score == pytest.approx(1.0)  # best in both lists
+    assert hits[0].score == pytest.approx(1.0)  # best in both lists (no re-ranker, no signals)
     scores = [hit.score for hit in hits]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 <= score <= 1.0 for score in scores)
 
 
-def test_vector_recall_without_an_embedder_is_a_capability_error(memory: Memory) -> None:
-    with tenant.use("acme"):
+def test_vector_recall_without_an_embedder_is_a_capability_error(
+    store_url: str, keys_path: Path
+) -> None:
+    with Memory.open(store_url, keys=keys_path, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        assert memory.embedder is None
         bot = memory.acting_for("ada", agent="bot")
         bot.remember("Ada owns a dog.")
         for mode in ("vector", "hybrid"):
@@ -258,16 +269,27 @@ def test_children_never_reach_a_model_embedder(store_url: str, keys_path: Path) 
         assert model.seen == ["Ana owns a hound."]
 
 
-def test_a_model_free_embedder_may_embed_a_childs_memories(
+def test_a_childs_memories_stay_text_only_whatever_the_embedder(
     store_url: str, keys_path: Path
 ) -> None:
-    with Memory.open(store_url, keys=keys_path, app="app", embedder=ConceptEmbedder()) as memory, \
+    """Even an embedder that runs no model (a table lookup) never embeds a child's text."""
+    embedder = ConceptEmbedder()
+    assert embedder.uses_model is False
+    with Memory.open(store_url, keys=keys_path, app="app", embedder=embedder) as memory, \
             tenant.use("acme"):
         memory.privacy.set_guardian("tim", guardian="ana")
         memory.privacy.record_consent("tim", guardian="ana")
         tutor = memory.acting_for("tim", agent="tutor")
-        tutor.remember("Tim has a hound.")
-        assert [h.record.text for h in tutor.recall("puppy", mode="vector")] == ["Tim has a hound."]
+        hound = tutor.remember("Tim has a hound.")
+        driver = services_of(memory).driver
+        assert isinstance(driver, VectorDriver)
+        subjects = tuple({row.subject for row in driver.rows("acme", "app")})
+        assert subjects  # the child's memory is stored, and no vector with it
+        assert driver.vectors(Filter("acme", "app", subjects, any_session=True)) == []
+        with pytest.raises(MemoryCapabilityError, match="child"):
+            tutor.recall("puppy", mode="vector")
+        assert tutor.recall("puppy") == []  # auto is text only for a child: no shared word
+        assert [h.record.id for h in tutor.recall("hound")] == [hound.id]
 
 
 def test_vectors_of_another_embedder_are_skipped_and_counted(
