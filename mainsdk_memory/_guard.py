@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Hashable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -237,6 +237,18 @@ class GuardedStore:
             extra = unsound
         matching = (hit for hit in found if where.matches(hit[0]))
         return _unique(matching, lambda hit: hit[0])[:top_k]
+
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """The driver's token for what :meth:`vectors` would return for ``where`` (an optional
+        driver method; ``None``: it cannot tell, read the vectors)."""
+        state = getattr(self.driver, "vector_state", None)
+        if state is None:
+            return None
+        try:
+            token: Hashable | None = state(where)
+        except TypeError:  # a row's time without its offset: read the vectors instead
+            return None
+        return token
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Container, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -53,6 +53,11 @@ class VectorSource(Protocol):
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = ...
     ) -> list[VectorEntry]: ...
+
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """A token equal between two calls while :meth:`vectors` would return the same
+        entries, or ``None`` (unknown: read them)."""
+        ...
 
 
 Key = tuple[str, str, int]
@@ -113,6 +118,9 @@ class _Stack:
     keys: list[Key]
     matrix: npt.NDArray[np.float32] | None
     foreign: int
+    state: Hashable | None = None
+    """The driver's :meth:`VectorSource.vector_state` read just before ``entries``: while it
+    is unchanged, a recall does not read the vectors at all."""
 
 
 @dataclass
@@ -252,16 +260,18 @@ class VectorIndex:
         """
         with self._lock:
             caches = {s: self._subject(where.tenant, where.app, s) for s in where.subjects}
-            entries = driver.vectors(where, known=self._known)
             view = _view(where)
             stack = self._stacks.get(view)
-            if stack is None or stack.entries != entries:
-                stack = self._stack(entries, caches, opener)
-                self._stacks[view] = stack
-                while len(self._stacks) > MAX_SUBJECTS:
-                    self._stacks.popitem(last=False)
-            else:
-                self._stacks.move_to_end(view)
+            state = driver.vector_state(where)
+            if stack is None or state is None or stack.state != state:
+                entries = driver.vectors(where, known=self._known)
+                if stack is None or stack.entries != entries:
+                    stack = self._stack(entries, caches, opener)
+                    self._stacks[view] = stack
+                    while len(self._stacks) > MAX_SUBJECTS:
+                        self._stacks.popitem(last=False)
+                stack.state = state
+            self._stacks.move_to_end(view)
             for subject, cache in caches.items():
                 cache.calls += 1
                 if cache.calls % PRUNE_EVERY == 0:

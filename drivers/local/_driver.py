@@ -46,12 +46,23 @@ from __future__ import annotations
 import base64
 import builtins
 import fcntl
+import hashlib
+import itertools
 import json
 import math
 import os
 import secrets
 import threading
-from collections.abc import Collection, Container, Iterable, Iterator, Mapping, Sequence, Set
+from collections.abc import (
+    Collection,
+    Container,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+    Set,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -91,6 +102,7 @@ _LOG_TAIL = 1 << 16  # bytes of the old log a new log file keeps, for readers a 
 _LOG_HEADER = b"#mainsdk-memory-changes "
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SERIALS = itertools.count(1)
 _MICROSECOND = timedelta(microseconds=1)
 _FOREVER = np.iinfo(np.int64).max
 _SCORE_SLACK = 1e-9  # far above the rounding error of a score; see _Index.search
@@ -275,6 +287,10 @@ class _Index:
     _TIMES = ("created", "valid_from", "valid_to")
 
     def __init__(self, capacity: int = 64) -> None:
+        self.serial = next(_SERIALS)
+        """Unique to this index in the process (an ``id()`` can be reused)."""
+        self.generation = 0
+        """Counts the rows added and removed: what a vector state is made of, with the mask."""
         self.size = 0
         self.live = 0
         self.naive: set[int] = set()  # slots of rows with a naive datetime
@@ -404,6 +420,7 @@ class _Index:
         self.size = end
         self.live += len(batch)
         self._vector_order = None
+        self.generation += 1
 
     def remove(self, memory_id: str) -> None:
         """Clear the slots of ``memory_id``: its rows, embeddings and postings."""
@@ -427,6 +444,7 @@ class _Index:
             self._vector_order = None
             self.alive[slot] = False
             self.live -= 1
+            self.generation += 1
 
     def vector_order(self) -> npt.NDArray[np.intp]:
         """The slots holding a vector, sorted by subject, memory id and version (kept until
@@ -1160,6 +1178,24 @@ class LocalDriver(BaseDriver):
             if len(parts) < len(caches):
                 return bm25_rank(self._matching(caches, where), query, top_k)
             return _rank(parts, query, top_k)
+
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """A token that stays equal while :meth:`vectors` for ``where`` would return the same
+        entries (the same rows selected, no vector added or removed), or ``None`` when this
+        read cannot tell (a row with a naive time): the caller then reads the vectors."""
+        state: list[tuple[int, int, bytes]] = []
+        with self._lock:
+            for subject in sorted(set(where.subjects)):
+                cache = self._cache(where.tenant, where.app, subject)
+                if cache is None:
+                    continue
+                index = cache.index
+                mask = index.mask(where)
+                if mask is None:
+                    return None
+                digest = hashlib.blake2b(np.packbits(mask).tobytes(), digest_size=16).digest()
+                state.append((index.serial, index.generation, digest))
+        return tuple(state)
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
