@@ -26,7 +26,7 @@ from mainsdk_memory.audit import AuditEvent, AuditSink
 
 __all__ = ["AuditNote", "Auditor"]
 
-_REPORTED: ContextVar[set[str | None] | None] = ContextVar("integrity_reported", default=None)
+_REPORTED: ContextVar[set[str] | None] = ContextVar("integrity_reported", default=None)
 """The memories whose integrity event the current call has emitted (``None``: no call)."""
 
 
@@ -98,7 +98,7 @@ class Auditor:
         the key store's anchors (ADR 0047); once per memory in one call, however many of its
         parts (its row, its vector) the call opened."""
         reported = _REPORTED.get()
-        if reported is not None:
+        if reported is not None and memory_id is not None:  # unknown ids are not one memory
             if memory_id in reported:
                 return
             reported.add(memory_id)

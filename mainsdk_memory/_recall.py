@@ -8,9 +8,9 @@ memories never reach an embedder that runs a model.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Final, Literal
 
 from mainsdk_memory import _fusion, _rerank, _signals
 from mainsdk_memory import _validate as validate
@@ -23,8 +23,8 @@ from mainsdk_memory._sealing import open_record, open_vector
 from mainsdk_memory._text import DEFAULT_LANGUAGE, index_terms, query_terms
 from mainsdk_memory._vectors import CANDIDATES
 from mainsdk_memory._walls import screen
-from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
-from mainsdk_memory.drivers._bm25 import order_key
+from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow, VectorEntry
+from mainsdk_memory.drivers._bm25 import TRUST_RANK, order_key
 
 __all__ = ["MODES", "RANKINGS", "Ranking", "RecallMode", "recall"]
 
@@ -146,32 +146,24 @@ def recall(
             candidates = _fusion.fuse(candidates, nearest)
         elif nearest:
             candidates = nearest  # one ranker found candidates: its own scores stand
-        versions = {key[1]: key for key, _ in ranked.hits}
-        for memory_id, _ in candidates[:pool]:
-            if memory_id not in rows:
-                subject, _, version = versions[memory_id]
-                try:
-                    stored = store.versions(caller.tenant, caller.app, (subject,), memory_id)
-                except DamagedMemoryError as damaged:
-                    if damaged.memory_id != memory_id:
-                        raise
-                    continue  # its row cannot be decoded: left out (ADR 0046), the rest stand
-                match = [row for row in stored if row.version == version and where.matches(row)]
-                if match:  # erased meanwhile, or outside the filter: left out
-                    rows[memory_id] = match[0]
-    best = [(rows[key], score) for key, score in candidates[:pool] if key in rows]
-    records = screen(
-        caller, leave_out_tampered(caller, best, lambda hit: open_record(caller, hit[0]))
-    )
-    kept = {record.id: record for record in records}
-    scored = [
-        (kept[row.memory_id], row.subject, score) for row, score in best if row.memory_id in kept
-    ]
-    if model is not None:
-        scored = _second_pass(model, scored, asked, bm25, cosines)
+    versions = {key[1]: key for key, _ in ranked.hits} if use_vectors else {}
+    # Opened a pool at a time: the second pass may leave vector-only candidates out, and the
+    # next ones take their places, so a memory that shares a word is never crowded out.
+    scored: Scored = []
+    start = 0
+    while len(scored) < pool and start < len(candidates):
+        batch = candidates[start : start + pool]
+        start += pool
+        opened = _open(caller, where, batch, rows, versions)
+        if model is not None:
+            opened = _second_pass(model, opened, asked, bm25, cosines)
+        scored += opened
+        if model is None:
+            break  # nothing is left out: one pool is all there is to open
     if signals:
-        scored = _signals.rank(caller, scored, now=services.now())
-    scored = _ordered(scored)[:top_k]
+        relevance = {record.id: score for record, _, score in scored}
+        scored = _trust_first(relevance, _signals.rank(caller, scored, now=services.now()))
+    scored = _ordered(scored, TIE if use_vectors else 0.0)[:top_k]
     if count_uses and scored:
         used = [(record, subject) for record, subject, _ in scored]
         _signals.count_uses(caller, used, now=services.now())
@@ -182,15 +174,57 @@ Scored = list[tuple[MemoryRecord, str, float]]
 """Opened candidates: the record, its row's subject, its score in [0, 1]."""
 
 
-def _ordered(scored: Scored) -> Scored:
+#: Scores closer than this are equal: the same text's float32 cosines differ in their last
+#: bits from one row of a matrix to the next.
+TIE: Final = 1e-6
+
+
+def _ordered(scored: Scored, tie: float) -> Scored:
     """Best first: the higher score, then the drivers' tie order (:func:`order_key`: the more
-    trusted, then the newer, then the greater id), as BM25 alone orders its ties."""
-    ties = sorted(
-        scored,
+    trusted, then the newer, then the greater id), as BM25 alone orders its ties; scores
+    within ``tie`` of the next one are ties (:data:`TIE` where cosines count; 0 for BM25
+    alone, whose scores are exact)."""
+    by_score = sorted(scored, key=lambda item: -item[2])
+    out: Scored = []
+    run: Scored = []
+    for item in by_score:
+        if run and run[-1][2] - item[2] > tie:
+            out += _tie_order(run)
+            run = []
+        run.append(item)
+    return out + _tie_order(run)
+
+
+def _tie_order(run: Scored) -> Scored:
+    return sorted(
+        run,
         key=lambda item: order_key(item[0].trust.value, item[0].recorded_at, item[0].id),
         reverse=True,
     )
-    return sorted(ties, key=lambda item: -item[2])  # stable: equal scores keep the tie order
+
+
+def _trust_first(relevance: dict[str, float], scored: Scored) -> Scored:
+    """``scored`` with no memory above a more trusted one of the same relevance: the signals
+    (a newer copy's age boost, an agent's uses and feedback) re-order memories of one
+    relevance, but a web page's copy never climbs over what the person said."""
+    groups: dict[float, list[int]] = {}
+    for place, (record, _, _) in enumerate(scored):
+        groups.setdefault(round(relevance[record.id], 6), []).append(place)
+    out = list(scored)
+    for places in groups.values():
+        if len(places) < 2:
+            continue
+        by_trust: dict[int, list[int]] = {}
+        for place in places:
+            by_trust.setdefault(TRUST_RANK.get(out[place][0].trust.value, 0), []).append(place)
+        ceiling = 1.0
+        for level in sorted(by_trust, reverse=True):
+            members = by_trust[level]
+            for place in members:
+                record, subject, score = out[place]
+                out[place] = (record, subject, min(score, ceiling))
+            ceiling = min(out[place][2] for place in members)
+    return out
 
 
 def _second_pass(
@@ -230,6 +264,39 @@ def _features(
         coverage=_rerank.coverage(asked, index_terms(record.text, record.language)),
         fused=fused,
     )
+
+
+def _open(
+    caller: Caller,
+    where: Filter,
+    batch: Sequence[tuple[str, float]],
+    rows: dict[str, StoredRow],
+    versions: dict[str, tuple[str, str, int]],
+) -> Scored:
+    """The candidates of ``batch`` opened (their rows read first where only the vectors
+    found them), without those that fail a check or the injection screen."""
+    store = caller.services.store
+    for memory_id, _ in batch:
+        if memory_id in rows:
+            continue
+        subject, _, version = versions[memory_id]
+        try:
+            stored = store.versions(caller.tenant, caller.app, (subject,), memory_id)
+        except DamagedMemoryError as damaged:
+            if damaged.memory_id != memory_id:
+                raise
+            continue  # its row cannot be decoded: left out (ADR 0046), the rest stand
+        match = [row for row in stored if row.version == version and where.matches(row)]
+        if match:  # erased meanwhile, or outside the filter: left out
+            rows[memory_id] = match[0]
+    best = [(rows[key], score) for key, score in batch if key in rows]
+    records = screen(
+        caller, leave_out_tampered(caller, best, lambda hit: open_record(caller, hit[0]))
+    )
+    kept = {record.id: record for record in records}
+    return [
+        (kept[row.memory_id], row.subject, score) for row, score in best if row.memory_id in kept
+    ]
 
 
 def _open_vector(caller: Caller, entry: VectorEntry) -> bytes | None:

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mainsdk_memory._text import DEFAULT_LANGUAGE
+
 __all__ = [
     "AgentLimits",
     "ForgetRequest",
@@ -159,7 +161,7 @@ class MemoryRecord(BaseModel):
     """The person who confirmed this version, when a person confirmed it."""
     author: str = ""
     """Who wrote this version: an agent name, or ``@person`` for the person themself."""
-    language: str = "english"
+    language: str = DEFAULT_LANGUAGE
     """The language its words were stemmed in for search (``remember(..., language=)``)."""
 
     @property

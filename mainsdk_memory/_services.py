@@ -155,20 +155,22 @@ class Services:
     ) -> EraseResult:
         """Erase every version of one memory: first its anchor in the key store (with its
         salt, so no copy of it anywhere opens again, even if what follows is interrupted),
-        then its ranking signals, its rows, and its opened vectors here.
+        then its rows, its opened vectors here, and its ranking signals.
 
         ``subject`` is the rows' (a pseudonym, or the tenant); ``person`` names whose
         pseudonym it is, when known, so their sealed signals can be opened (a retention
         sweep knows only the pseudonym: the entry goes at a later pruning, ``_signals``)."""
         self.keys.anchors.drop(self.anchor_scope(tenant_id), memory_id)
         # After the anchor: a use or feedback racing this erase is no longer recorded.
+        result = self.store.erase(tenant_id, self.app, subject, memory_id)
+        if self.vectors is not None:
+            self.vectors.discard(tenant_id, self.app, subject, memory_id)
+        # After the rows: a signals write that fails leaves an entry a later pruning drops,
+        # never a memory that is unopenable yet still stored.
         owner = TENANT_SUBJECT if subject == TENANT_SUBJECT else person
         signal_keys = None if owner is None else self.subject_keys(tenant_id, owner, create=False)
         if signal_keys is not None:
             self.signals.discard(tenant_id, subject, signal_keys, memory_id, self.now())
-        result = self.store.erase(tenant_id, self.app, subject, memory_id)
-        if self.vectors is not None:
-            self.vectors.discard(tenant_id, self.app, subject, memory_id)
         return result
 
     def close(self) -> None:

@@ -27,8 +27,9 @@ Defaults (:class:`RankingSignals`, the ``signals=`` option of ``Memory.open``)::
 
 so ``M = 1.55`` and ``m / M`` lies in ``[0.8 / 1.55, 1]``: a memory's signals can move its
 score between about 52 % and 100 % of its relevance, never above it, never to 0. The age is
-the current version's (a revision's ``valid_from`` starts it again). :func:`rank` breaks ties
-by the higher relevance, then the smaller id. A use is counted by :func:`count_uses` for the
+the current version's (a revision's ``valid_from`` starts it again). Recall then orders
+equal scores as BM25 does (the more trusted first) and never lets the signals lift a memory
+above a more trusted one of the same relevance. A use is counted by :func:`count_uses` for the
 memories a handle's ``recall`` returns (``context`` and searches made while forming memories
 do not count); feedback comes from ``handle.feedback(memory_id, +1 | -1)``.
 
@@ -58,10 +59,11 @@ process), so two writers never lose each other's update; a use or a feedback is 
 for a memory the key store's anchors still hold, so one racing a forget is dropped. An
 unchanged document is not opened twice: the opened form is kept in process, keyed by its
 sealed bytes. Uses are the exception to writing at once: :meth:`SignalBook.add_uses` counts
-them in the process (ranked with at once) and writes them when the subject's oldest
-unwritten one is :data:`WRITE_USES_AFTER` old, with the next feedback, forget or export of
-the subject, and at ``Memory.close``; so a recall pays no durable write, and a crash loses at
-most that much of a soft signal.
+them in the process (ranked with at once) and the first recall (of any subject) after a
+subject's oldest unwritten use is :data:`WRITE_USES_AFTER` old writes them, as do the
+subject's next feedback or export, more than :data:`MAX_PENDING` subjects waiting, and
+``Memory.close`` (best effort); so a recall pays no durable write, and a crash loses the
+uses not written yet (a soft signal).
 
 Not anchored in the key store, unlike control records (ADR 0047), on purpose: whoever can
 write the memory store can delete a signals document or put an older sealed copy back
@@ -356,9 +358,11 @@ def _capped(entries: dict[str, Held], signals: RankingSignals, now: datetime) ->
     return dict(ranked[len(ranked) - CAP :])
 
 
-#: Seconds a use counted in process may wait before it is written (uses are a soft signal:
-#: a crash loses at most this much of them; a recall does not pay a durable write).
+#: Seconds a use counted in process waits before the next recall writes it (uses are a soft
+#: signal: a crash loses the unwritten ones; a recall does not pay a durable write).
 WRITE_USES_AFTER: Final = 10.0
+#: Subjects whose unwritten uses this process keeps at most (the oldest are written first).
+MAX_PENDING: Final = 64
 
 
 @dataclass
@@ -534,16 +538,35 @@ class SignalBook:
             for memory_id in live:
                 count, _ = pending.uses.get(memory_id, (0, at))
                 pending.uses[memory_id] = (count + 1, at)
-            due = time.monotonic() - pending.since >= WRITE_USES_AFTER
-        if due:
-            self._change(tenant, subject, keys, now, lambda entries: False)
+            # Every subject's uses that are due, not only this one's (a person recalled once
+            # is written by whoever recalls next), and the oldest beyond MAX_PENDING.
+            clock = time.monotonic()
+            ordered = sorted(self._pending.items(), key=lambda item: item[1].since)
+            due = [
+                (slot, held.keys)
+                for number, (slot, held) in enumerate(ordered)
+                if clock - held.since >= WRITE_USES_AFTER
+                or number < len(ordered) - MAX_PENDING
+            ]
+        self._write_pending(due, now)
 
     def flush(self, now: datetime) -> None:
-        """Write every use counted here and not written yet (``Memory.close`` calls it)."""
+        """Write every use counted here and not written yet (``Memory.close`` calls it).
+        Best effort, never raising: a subject that cannot be written loses its unwritten
+        uses (a soft signal) and the others are still written."""
         with self._opened_lock:
             slots = [(slot, pending.keys) for slot, pending in self._pending.items()]
+        self._write_pending(slots, now)
+
+    def _write_pending(
+        self, slots: Sequence[tuple[tuple[str, str], SubjectKeys]], now: datetime
+    ) -> None:
         for (tenant, subject), keys in slots:
-            self._change(tenant, subject, keys, now, lambda entries: False)
+            try:
+                self._change(tenant, subject, keys, now, lambda entries: False)
+            except Exception:  # uses are a soft signal: never fail a call for them
+                with self._opened_lock:
+                    self._pending.pop((tenant, subject), None)
 
     def add_feedback(
         self,
@@ -623,8 +646,8 @@ def _keys_of(caller: Caller, subject: str) -> SubjectKeys | None:
 def rank(
     caller: Caller, scored: Sequence[tuple[MemoryRecord, str, float]], *, now: datetime
 ) -> list[tuple[MemoryRecord, str, float]]:
-    """``scored`` (record, its row's subject, relevance ``r``) re-scored with the signals and
-    sorted best first (ties: the higher ``r``, then the smaller id)."""
+    """``scored`` (record, its row's subject, relevance ``r``) re-scored with the signals, best
+    first (recall then orders ties and keeps trust first: ``_recall._ordered``)."""
     services = caller.services
     book: SignalBook = services.signals
     signals = book.signals

@@ -411,3 +411,10 @@ def test_a_bad_language_is_refused_and_changes_nothing(store_url: str, keys_path
         assert memory.acting_for("ada", agent="bot").list().items == []
         with pytest.raises(InvalidInputError, match="language is one of"):
             ada.recall("wohnen", language=3)  # type: ignore[arg-type]
+        home = ada.remember("Ada lives in Berlin.")
+        with pytest.raises(InvalidInputError, match="language is one of"):
+            ada.revise(home.id, "Ada lives in Hamburg.", language="klingon")
+        assert [r.version for r in ada.history(home.id)] == [1]  # nothing was written
+    with pytest.raises(ConfigurationError) as refused:
+        Memory.open(store_url, keys=keys_path, app="app", language="klingon")
+    assert str(refused.value).count("MAIN-MEM-") == 1  # one error code, not two

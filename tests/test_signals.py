@@ -22,6 +22,8 @@ from mainsdk_memory import (
     RankingSignals,
     ScopedMemory,
     SealError,
+    Source,
+    StoreError,
     tenant,
 )
 from mainsdk_memory import _signals as signals
@@ -636,3 +638,62 @@ def test_a_recalls_uses_rank_at_once_and_are_written_when_due_or_at_close(
         entries = _entries(memory, subject, "ada")
         assert sum(held.uses for held in entries.values()) == 5
         assert set(entries) == {first, second}
+
+
+def test_signals_never_lift_a_memory_above_a_more_trusted_one_of_the_same_relevance(
+    memory: Memory, clock: list[datetime]
+) -> None:
+    """An event fades, so a newer copy would win on age; a web page's copy of what the person
+    said stays below it all the same (and so does a used, liked agent's copy)."""
+    memory.grant("bot", read="all")
+    said = memory.person("ada").remember("Ada's party is on Friday.", kind="event")
+    clock[0] += timedelta(days=20)
+    bot = memory.acting_for("ada", agent="bot", session="s1")
+    scraped = bot.remember(
+        "Ada's party is on Friday.", kind="event", source=Source.web("https://x.test")
+    )
+    guessed = bot.remember("Ada's party is on Friday.", kind="event")
+    bot.feedback(guessed.id, 1)
+    for _ in range(3):
+        bot.recall("party friday", top_k=3)
+    hits = bot.recall("party friday", top_k=3)
+    assert [hit.record.id for hit in hits] == [said.id, guessed.id, scraped.id]
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_close_writes_what_it_can_and_never_masks_the_apps_error(
+    store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Memory.open(store, keys=keys_path, app="app", embedder=None)
+
+    def broken(*_args: object) -> None:
+        raise StoreError("The store cannot be written.")
+
+    def app_work() -> None:
+        with tenant.use("acme"), memory:
+            memory.acting_for("ada", agent="bot").remember("Ada's tea is green.")
+            memory.acting_for("ada", agent="bot").recall("tea")  # a use, not written yet
+            monkeypatch.setattr(memory.driver, "control_put", broken)
+            raise RuntimeError("the app's own error")
+
+    with pytest.raises(RuntimeError, match="the app's own"):
+        app_work()
+    memory.close()  # a second close is fine too
+
+
+def test_a_person_recalled_once_is_written_by_the_next_recall_of_anyone(
+    store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        ada = memory.acting_for("ada", agent="bot")
+        ada.remember("Ada's tea is green.")
+        ada.recall("tea")
+        key = signals.document_key(caller_of(ada).pseudonym())
+        assert memory.driver.control_get("acme", "app", key) is None
+        monkeypatch.setattr(signals, "WRITE_USES_AFTER", 0.0)
+        bob = memory.acting_for("bob", agent="bot")
+        bob.remember("Bob's tea is black.")
+        bob.recall("tea")  # Bob's recall writes Ada's due uses too
+        assert memory.driver.control_get("acme", "app", key) is not None
