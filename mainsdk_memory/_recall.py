@@ -118,7 +118,7 @@ def recall(
     signals = ranking == "signals"
     # How many candidates are opened: the second pass and the signals re-order a pool
     # deeper than top_k; plain relevance without a model opens exactly what it returns.
-    pool = max(_rerank.DEPTH, top_k) if (model is not None or signals) else top_k
+    pool = max(_rerank.DEPTH, 2 * top_k) if (model is not None or signals) else top_k
     depth = max(CANDIDATES, pool) if use_text and use_vectors else pool
     found: list[tuple[StoredRow, float]] = []
     asked: list[frozenset[str]] = []

@@ -4,7 +4,8 @@ The first pass (:mod:`mainsdk_memory._recall`) finds candidates: the best 50 by 
 blind terms and the best 50 by cosine over the sealed embeddings, fused into one ranking
 (:mod:`mainsdk_memory._fusion`). The fused score is relative: the best candidate of any
 query scores 1, even when nothing in memory answers it, and a vector ranking always has
-neighbours. This pass opens the best :data:`DEPTH` candidates and estimates, for each, the
+neighbours. This pass opens the best ``max(DEPTH, 2 · top_k)`` candidates (more, a pool at a
+time, when it leaves some out) and estimates, for each, the
 probability that it answers the query, from features that keep their meaning from one
 query to the next::
 
@@ -43,8 +44,8 @@ from typing import Final
 
 __all__ = ["DEPTH", "WEIGHTS", "Features", "Model", "coverage", "model_for"]
 
-#: How many first-pass candidates are opened and re-ranked.
-DEPTH: Final = 20
+#: The fewest first-pass candidates opened at a time (``max(DEPTH, 2 · top_k)``).
+DEPTH: Final = 10
 
 
 @dataclass(frozen=True, slots=True)

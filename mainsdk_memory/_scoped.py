@@ -518,16 +518,17 @@ class _Handle:
         query of only stopwords matches nothing); ``"vector"`` ranks the sealed embeddings
         by cosine similarity (negative cosines score 0); ``"hybrid"`` fuses both
         (``0.65 · bm25' + 0.35 · cosine'`` over each ranking's min-max-normalised top 50),
-        then checks the best 20 in a second pass that leaves out those only the vectors
-        found and that do not answer it (the rest keep their order); ``"auto"``, the
-        default, is hybrid when the memory has an embedder (the default one, unless opened
-        with ``embedder=None``) and text otherwise (docs/concepts.md). Vector and hybrid recall
-        without an embedder raise :class:`MemoryCapabilityError`. ``ranking="signals"``
-        (the default) lets kind and age, past use, pins and :meth:`feedback` move a memory
-        up or down a little; ``"relevance"`` turns every signal off. Each returned memory
-        counts as used (``context`` does not count). ``language`` (default: the Memory's)
-        is the one the query's words are stemmed in; it finds the memories written in it.
-        Memories the injection check flags are left out (and audited by id).
+        then checks the best 10 (or ``2 · top_k``) in a second pass that leaves out those
+        only the vectors found and that do not answer it (the rest keep their order);
+        ``"auto"``, the default, is hybrid when the memory has an embedder (the default one,
+        unless opened with ``embedder=None``) and text otherwise (docs/concepts.md). Vector
+        and hybrid recall without an embedder raise :class:`MemoryCapabilityError`.
+        ``ranking="signals"`` (the default) lets kind and age, past use, pins and
+        :meth:`feedback` move a memory up or down a little; ``"relevance"`` turns every
+        signal off. Each returned memory counts as used (``context`` does not count).
+        ``language`` (default: the Memory's) is the one the query's words are stemmed in; it
+        finds the memories written in it. Memories the injection check flags are left out
+        (and audited by id).
         """
         with self._begin("recall") as note:
             hits = recall(

@@ -87,7 +87,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -388,6 +388,33 @@ def _merged(
     return entries
 
 
+class _WithPending(Mapping[str, Held]):
+    """The stored entries with this process's unwritten uses added, key by key (a recall
+    looks up about twenty memories: no copy of a document of thousands)."""
+
+    def __init__(self, stored: Mapping[str, Held], uses: dict[str, tuple[int, int]]) -> None:
+        self._stored = stored
+        self._uses = uses
+
+    def __getitem__(self, memory_id: str) -> Held:
+        held = self._stored.get(memory_id)
+        added = self._uses.get(memory_id)
+        if added is None:
+            if held is None:
+                raise KeyError(memory_id)
+            return held
+        uses, last_use, opinion = held or _NEVER
+        count, at = added
+        return Held(uses + count, max(at, last_use or 0), opinion)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._stored
+        yield from (memory_id for memory_id in self._uses if memory_id not in self._stored)
+
+    def __len__(self) -> int:
+        return len(self._stored) + sum(1 for key in self._uses if key not in self._stored)
+
+
 class SignalBook:
     """The sealed signals documents of one open store (``Services.signals``)."""
 
@@ -465,7 +492,7 @@ class SignalBook:
             pending = self._pending.get((tenant, subject))
             if pending is None or not pending.uses:
                 return stored
-            return MappingProxyType(_merged(dict(stored), pending))
+            return _WithPending(stored, dict(pending.uses))
 
     def _change(
         self,

@@ -51,6 +51,10 @@ class Row:
     vector_only: bool
 
 
+#: Candidates per question the model is fitted on: the first pass's best 20.
+CANDIDATES = 20
+
+
 class _Recorder:
     """Stands in for a fitted model: keeps the fused score, so the first pass's order stands."""
 
@@ -85,7 +89,7 @@ def scored_fused(scored: _recall.Scored, memory_id: str) -> float:
 
 
 def collect(embedder: Embedder) -> list[Row]:
-    """Every question's candidates (the best :data:`rerank.DEPTH` of the first pass), with
+    """Every question's candidates (the best :data:`CANDIDATES` of the first pass), with
     features and labels."""
     rows: list[Row] = []
     seen: dict[str, rerank.Features] = {}
@@ -104,7 +108,8 @@ def collect(embedder: Embedder) -> list[Row]:
                 for number, (person, question, gold) in enumerate(train.QUESTIONS):
                     handle = memory.acting_for(person, agent="fit-bot")
                     seen.clear()
-                    handle.recall(question, top_k=rerank.DEPTH, ranking="relevance")
+                    # top_k 10 opens a pool of 20 (max(DEPTH, 2 * top_k)): the candidates
+                    handle.recall(question, top_k=CANDIDATES // 2, ranking="relevance")
                     answers = {ids[person][index] for index in gold}
                     for memory_id, features in seen.items():
                         rows.append(
