@@ -15,15 +15,11 @@ into it and nothing is written into the checkout.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-#: What the wheel is built from (pyproject.toml's package-dir and readme).
-PACKAGED = ("pyproject.toml", "README.md", "mainsdk_memory", "drivers", "keys", "checks",
-            "conformance")
+from benchmarks.install import build_wheel
 
 #: The README's "Sixty seconds", on the default install (no embedder option).
 README_EXAMPLE = r'''
@@ -64,19 +60,7 @@ def _run(command: list[str], cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 def _wheel(tmp_path: Path) -> Path:
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in PACKAGED:
-        path = REPO / name
-        if path.is_dir():
-            shutil.copytree(path, source / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(path, source / name)
-    out = tmp_path / "wheels"
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
-          "-q", "-w", str(out), str(source)])
-    (wheel,) = out.glob("mainsdk_memory-*.whl")
+    wheel, _seconds = build_wheel(tmp_path / "wheels")  # the install benchmark's own build
     return wheel
 
 

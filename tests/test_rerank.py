@@ -3,9 +3,6 @@ the vectors found, and weights that the fitting script reproduces from its train
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from mainsdk_memory import Memory, tenant
@@ -13,7 +10,6 @@ from mainsdk_memory import _rerank as rerank
 from mainsdk_memory._text import query_terms
 from mainsdk_memory.embeddings import StaticEmbedder
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = rerank.model_for(StaticEmbedder.name)
 
 
@@ -76,10 +72,8 @@ def test_the_floor_leaves_out_what_only_the_vectors_found(memory: Memory) -> Non
 
 
 def test_the_fitting_script_reproduces_the_shipped_weights(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))
-    sys.modules.pop("tools.fit_reranker", None)
     from tools import fit_reranker
 
     assert fit_reranker.main([]) == 0

@@ -1185,17 +1185,20 @@ class LocalDriver(BaseDriver):
         read cannot tell (a row with a naive time): the caller then reads the vectors."""
         state: list[tuple[int, int, bytes]] = []
         with self._lock:
-            for subject in sorted(set(where.subjects)):
-                cache = self._cache(where.tenant, where.app, subject)
-                if cache is None:
-                    continue
-                index = cache.index
-                mask = index.mask(where)
+            for cache, mask in self._masked(where):
                 if mask is None:
                     return None
                 digest = hashlib.blake2b(np.packbits(mask).tobytes(), digest_size=16).digest()
-                state.append((index.serial, index.generation, digest))
+                state.append((cache.index.serial, cache.index.generation, digest))
         return tuple(state)
+
+    def _masked(self, where: Filter) -> Iterator[tuple[_SubjectCache, Mask | None]]:
+        """Each subject of ``where`` that has rows, with the mask of its index's rows that
+        ``where`` selects (``None``: a naive time, filter row by row). Hold ``_lock``."""
+        for subject in sorted(set(where.subjects)):
+            cache = self._cache(where.tenant, where.app, subject)
+            if cache is not None:
+                yield cache, cache.index.mask(where)
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -1204,12 +1207,8 @@ class LocalDriver(BaseDriver):
         id and version; ``None`` in place of those the caller says it knows."""
         entries: builtins.list[VectorEntry] = []
         with self._lock:
-            for subject in sorted(set(where.subjects)):
-                cache = self._cache(where.tenant, where.app, subject)
-                if cache is None:
-                    continue
+            for cache, mask in self._masked(where):
                 index = cache.index
-                mask = index.mask(where)
                 if mask is None:  # a naive datetime: row by row, then sorted
                     part = [
                         VectorEntry(
