@@ -18,7 +18,7 @@ from __future__ import annotations
 import builtins  # the method `list` shadows the builtin in annotations
 import functools
 import json
-from collections.abc import Collection, Container, Iterator, Mapping, Sequence
+from collections.abc import Collection, Container, Hashable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -205,6 +205,15 @@ def _vector_keys_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
     return select(v.subject, v.memory_id, v.version).where(
         *scope_clauses(shape, dialect), v.embedded.is_(True)
     )
+
+
+def _vector_state_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
+    """How many of a scope's rows have an embedding, and the greatest and the sum of their
+    document ids, from the covering index alone (``doc`` is in it)."""
+    v = VERSIONS.c
+    return select(
+        func.count(), func.coalesce(func.max(v.doc), 0), func.coalesce(func.sum(v.doc), 0)
+    ).where(*scope_clauses(shape, dialect), v.embedded.is_(True))
 
 
 @functools.lru_cache(maxsize=4)
@@ -758,6 +767,24 @@ class DbDriver(BaseDriver):
                     break
                 skip |= broken  # ranked again without them (they still count in N and df)
         return [(loaded[doc], score) for doc, score in ranked if doc in loaded]
+
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """A token that stays equal while :meth:`vectors` for ``where`` would return the same
+        entries, on PostgreSQL: the count, greatest and sum of the document ids of the rows
+        ``where`` selects that have an embedding. An identity column never gives an id twice,
+        so a version added, closed, erased or given an embedding changes it. ``None`` on
+        SQLite, whose rowid can be given again after the newest row is deleted (the caller
+        then reads the vectors)."""
+        if self.dialect != "postgresql":
+            return None
+        with (
+            translated("reading embeddings"),
+            transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
+        ):
+            count, greatest, total = connection.execute(
+                _vector_state_statement(self.dialect, scope_shape(where)), scope_params(where)
+            ).one()
+        return (int(count), int(greatest), int(total))
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
