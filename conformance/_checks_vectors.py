@@ -850,3 +850,55 @@ def check_put_vector(ctx: CheckContext) -> str | None:
     if ctx.driver.versions(bare.tenant, bare.app, [bare.subject], bare.memory_id):
         raise CheckFailed("put_vector() of an erased memory brought a version back")
     return "6 calls on current, closed, shared and bare versions; 4 refused"
+
+
+@check("vectors")
+def check_vector_state(ctx: CheckContext) -> str | None:
+    """vector_state(where), where a driver offers it, changes whenever vectors(where) does.
+
+    The token is optional (``None``: the driver cannot tell, recall reads the vectors); a
+    driver that offers one and keeps it while its vectors change would serve stale vector
+    candidates. Checked after each write that moves ``vectors()``: put with and without a
+    vector, a revision, put_vector, an erase; and between two reads with no write, the
+    entries must be the same whenever the token is."""
+    _expect_vector_methods(ctx)
+    driver = _driver(ctx)
+    state = getattr(driver, "vector_state", None)
+    if state is None:
+        return "no vector_state(): nothing to check (recall reads the vectors every time)"
+    reference = _Reference(ctx)
+    scope = ctx.scope()
+    where = scope.where()
+    seen: list[tuple[object, list[VectorEntry]]] = []
+
+    def look(what: str) -> None:
+        token = state(where)
+        entries = driver.vectors(where)
+        _expect_entries(entries, reference.expected(where), what, reference, where)
+        if token is not None and state(where) != token:
+            raise CheckFailed(f"vector_state() changed with no write ({what})")
+        for earlier, earlier_entries in seen:
+            if token is not None and earlier == token and earlier_entries != entries:
+                raise CheckFailed(
+                    f"vector_state() gave the same token while vectors() changed ({what})"
+                )
+        seen.append((token, entries))
+
+    look("at the start")
+    first = reference.put(ctx.rows.row(scope), _vector(ctx))
+    look("after put with a vector")
+    bare = reference.put(ctx.rows.row(scope))
+    look("after put without a vector")
+    reference.revise(first, _vector(ctx))
+    look("after a revision")
+    vector = _vector(ctx)
+    driver.put_vector(bare.tenant, bare.app, bare.subject, bare.memory_id, 1, vector)
+    for stored in reference.memories[reference.key(bare)]:
+        stored.vector = vector
+    look("after put_vector")
+    reference.erase(first)
+    look("after an erase")
+    tokens = [token for token, _ in seen]
+    if all(token is None for token in tokens):
+        return "vector_state() returns None: recall reads the vectors every time"
+    return f"{len(tokens)} states over 5 writes"

@@ -17,7 +17,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Collection, Container, Iterable, Iterator, Sequence
+from collections.abc import Collection, Container, Hashable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -267,6 +267,11 @@ class LocalVectorsDriver(LocalDriver):
         self._vectors_lock = threading.Lock()
         self._vectors: dict[tuple[str, str, str, str, int], bytes] = {}
 
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """None: its vectors live beside the index the local token is made from, so it
+        cannot tell when they change (honest: recall reads them every time)."""
+        return None
+
     def put(
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
     ) -> None:
@@ -342,6 +347,17 @@ class VectorClaimDriver(LocalDriver):
     name = "vector-claim"
     capabilities = replace(LocalDriver.capabilities, vectors=True)
     vectors = None  # not even once the local driver has the method
+
+
+class StaleVectorStateDriver(LocalVectorsDriver):
+    """Lie: offers vector_state() and keeps one token whatever happens to the vectors (a
+    recall would go on ranking what it stacked first)."""
+
+    name = "stale-vector-state"
+
+    def vector_state(self, where: Filter) -> Hashable | None:
+        """The same token, always."""
+        return ("unchanged",)
 
 
 class SessionBlindVectorsDriver(LocalVectorsDriver):

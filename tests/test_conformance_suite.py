@@ -79,6 +79,9 @@ LIARS = [
     pytest.param(broken.KnownIgnoringVectorsDriver, "vectors",
                  ["which is in known", "sealed=None"],
                  id="vectors-ignore-known"),
+    pytest.param(broken.StaleVectorStateDriver, "vectors",
+                 ["vector_state()", "same token", "vectors() changed"],
+                 id="vector-state-that-never-changes"),
 ]  # fmt: skip
 
 # Each vector liar, and the checks that must catch it (its other vector checks pass).
@@ -89,6 +92,7 @@ VECTOR_LIARS = {
     broken.MemoryKeyedVectorsDriver: {"revisions", "matches_filter", "known",
                                       "pinning_keeps_vectors", "put_vector"},
     broken.KnownIgnoringVectorsDriver: {"known"},
+    broken.StaleVectorStateDriver: {"vector_state"},
 }  # fmt: skip
 
 
@@ -126,6 +130,7 @@ def test_an_honest_vectors_driver_passes_every_vector_check() -> None:
         "vectors.erase_leaves_no_vector_bytes",
         "vectors.pinning_keeps_vectors",
         "vectors.put_vector",
+        "vectors.vector_state",
     }
     assert all(check.status is Status.PASSED for check in vectors.checks)
     notes = {check.check: check.reason for check in vectors.checks}
