@@ -116,8 +116,8 @@ def recall(
         assert index is not None  # noqa: S101 - use_vectors implies an index
         model = _rerank.model_for(index.name)
     signals = ranking == "signals"
-    # How many candidates are opened: the second pass and the signals re-order a pool
-    # deeper than top_k; plain relevance without a model opens exactly what it returns.
+    # How many candidates are opened at a time: the signals re-order, and the second pass
+    # thins, a pool deeper than top_k; plain relevance without a model opens what it returns.
     pool = max(_rerank.DEPTH, 2 * top_k) if (model is not None or signals) else top_k
     depth = max(CANDIDATES, pool) if use_text and use_vectors else pool
     found: list[tuple[StoredRow, float]] = []
