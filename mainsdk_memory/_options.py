@@ -20,7 +20,7 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory._errors import ConfigurationError, InvalidInputError
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._signals import RankingSignals
-from mainsdk_memory._text import DEFAULT_LANGUAGE, LANGUAGES, check_language
+from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language
 from mainsdk_memory.audit import AuditSink, LoggingSink
 from mainsdk_memory.embeddings import Embedder, StaticEmbedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
@@ -170,8 +170,8 @@ def _signals(value: object) -> RankingSignals:
 def _language(value: object) -> str:
     try:
         return check_language(value)
-    except InvalidInputError:
-        raise ConfigurationError(f"language is one of: {', '.join(LANGUAGES)}.") from None
+    except InvalidInputError as error:
+        raise ConfigurationError(error.message) from None  # the message, not its code
 
 
 def _flag(value: object, what: str) -> bool:

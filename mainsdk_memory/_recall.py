@@ -42,6 +42,12 @@ RANKINGS: tuple[Ranking, ...] = ("signals", "relevance")
 def query_groups(caller: Caller, query: str, language: str = DEFAULT_LANGUAGE) -> list[set[str]]:
     """One group per query word: the blind tokens of its terms (:func:`query_terms`: its
     stem and, outside English, its prefixes) under the person's and the tenant's keys."""
+    return _blinded(caller, query_terms(query, language))
+
+
+def _blinded(caller: Caller, asked: list[frozenset[str]]) -> list[set[str]]:
+    """Each group of terms as the blind tokens of them under the person's and the tenant's
+    keys (the index holds both)."""
     services = caller.services
     vocabularies = [
         keys
@@ -51,10 +57,7 @@ def query_groups(caller: Caller, query: str, language: str = DEFAULT_LANGUAGE) -
         )
         if keys is not None
     ]
-    return [
-        {keys.blind(term) for keys in vocabularies for term in group}
-        for group in query_terms(query, language)
-    ]
+    return [{keys.blind(term) for keys in vocabularies for term in group} for group in asked]
 
 
 def recall(
@@ -124,7 +127,7 @@ def recall(
     asked: list[frozenset[str]] = []
     if use_text:
         asked = query_terms(query, language)
-        groups = query_groups(caller, query, language)
+        groups = _blinded(caller, asked)
         if groups:
             found = store.search(where, groups, top_k=depth)
     rows = {row.memory_id: row for row, _ in found}

@@ -376,15 +376,17 @@ class _Pending:
     """memory id → (uses, last use in µs)."""
 
 
-def _merged(
-    entries: dict[str, Held], pending: _Pending, live: set[str] | None = None
-) -> dict[str, Held]:
-    """``entries`` with ``pending``'s uses added (only those in ``live``, when given)."""
+def _used(held: Held | None, count: int, at: int) -> Held:
+    """``held`` (or a memory never used) with ``count`` more uses, the last at ``at``."""
+    uses, last_use, opinion = held or _NEVER
+    return Held(uses + count, max(at, last_use or 0), opinion)
+
+
+def _merged(entries: dict[str, Held], pending: _Pending, live: set[str]) -> dict[str, Held]:
+    """``entries`` with ``pending``'s uses of the memories in ``live`` added."""
     for memory_id, (count, at) in pending.uses.items():
-        if live is not None and memory_id not in live:
-            continue
-        uses, last_use, opinion = entries.get(memory_id, _NEVER)
-        entries[memory_id] = Held(uses + count, max(at, last_use or 0), opinion)
+        if memory_id in live:
+            entries[memory_id] = _used(entries.get(memory_id), count, at)
     return entries
 
 
@@ -403,9 +405,7 @@ class _WithPending(Mapping[str, Held]):
             if held is None:
                 raise KeyError(memory_id)
             return held
-        uses, last_use, opinion = held or _NEVER
-        count, at = added
-        return Held(uses + count, max(at, last_use or 0), opinion)
+        return _used(held, *added)
 
     def __iter__(self) -> Iterator[str]:
         yield from self._stored

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy import (
     BindParameter,
+    ColumnElement,
     Connection,
     Engine,
     Integer,
@@ -205,6 +206,14 @@ def _vector_keys_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
     return select(v.subject, v.memory_id, v.version).where(
         *scope_clauses(shape, dialect), v.embedded.is_(True)
     )
+
+
+def _memory_clauses(
+    tenant: str, app: str, subject: str, memory_id: str
+) -> tuple[ColumnElement[bool], ...]:
+    """The versions of one memory of one subject, in one tenant and app."""
+    v = VERSIONS.c
+    return (v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id)
 
 
 def _vector_state_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
@@ -661,10 +670,7 @@ class DbDriver(BaseDriver):
             changed = connection.execute(
                 update(VERSIONS)
                 .where(
-                    v.tenant == tenant,
-                    v.app == app,
-                    v.subject == subject,
-                    v.memory_id == memory_id,
+                    *_memory_clauses(tenant, app, subject, memory_id),
                     v.valid_to.is_(None),
                 )
                 .values(pinned=pinned)
@@ -688,10 +694,7 @@ class DbDriver(BaseDriver):
             marked = connection.execute(
                 update(VERSIONS)
                 .where(
-                    v.tenant == tenant,
-                    v.app == app,
-                    v.subject == subject,
-                    v.memory_id == memory_id,
+                    *_memory_clauses(tenant, app, subject, memory_id),
                     v.version == version,
                 )
                 .values(embedded=True)
@@ -845,10 +848,7 @@ class DbDriver(BaseDriver):
             erased = connection.execute(
                 select(v.version, v.doc)
                 .where(
-                    v.tenant == tenant,
-                    v.app == app,
-                    v.subject == subject,
-                    v.memory_id == memory_id,
+                    *_memory_clauses(tenant, app, subject, memory_id),
                 )
                 .order_by(v.version)
                 .with_for_update()
