@@ -5,8 +5,11 @@ written with the public ``remember`` (session date as ``valid_from``); every que
 evidence is asked once with the public ``recall(top_k=10)``, with the configuration's
 ``ranking`` (:attr:`~benchmarks.stores.StoreConfig.ranking`). Each recall counts its hits as
 uses, so with the ranking signals on a question's answer depends on the questions asked
-before it in the same conversation, as it would for a user. A question counts as found at rank r
-when the r-th hit is one of its evidence turns. Two baselines run on the plaintext turns in the
+before it in the same conversation, as it would for a user. A configuration with formation on
+(:attr:`~benchmarks.stores.StoreConfig.formation`) lets ``remember`` fold a turn into a memory
+held (a duplicate, a new version): a memory then counts for each turn its current text still
+holds, and only those. A question counts as found at rank r when the r-th hit is (or holds) one
+of its evidence turns. Two baselines run on the plaintext turns in the
 same run: ``rank_bm25.BM25Okapi`` on lowercase regex tokens (the data README's reference), and
 the SDK's own BM25 (:func:`~mainsdk_memory.drivers.bm25_rank`) on rows whose index terms are
 the plain output of :func:`mainsdk_memory._text.index_terms` — what sealing must not change.
@@ -230,7 +233,8 @@ def load(
 
 def _first_hit(ranked: Ranked, evidence: frozenset[str]) -> int | None:
     for rank, (dia_id, _score) in enumerate(ranked[:TOP_K], start=1):
-        if dia_id in evidence:
+        # A memory formation gave several turns names them all, joined by "|".
+        if any(one in evidence for one in dia_id.split("|")):
             return rank
     return None
 
@@ -357,16 +361,26 @@ def _ingest_and_ask(
     try:
         with tenant.use(TENANT):
             handle = memory.acting_for(conversation.sample_id, agent=AGENT)
-            turn_of: dict[str, str] = {}
+            turns_of: dict[str, list[Turn]] = {}
             refused = []
             started = time.perf_counter()
             for turn in conversation.turns:
                 try:
-                    record = handle.remember(turn.memory_text, valid_from=turn.date)
+                    record = handle.remember(
+                        turn.memory_text, valid_from=turn.date, **config.remember_options
+                    )
                 except MemoryInjectionError:
                     refused.append(f"{conversation.sample_id}/{turn.dia_id}")
                     continue
-                turn_of[record.id] = turn.dia_id
+                # A memory is credited with the turns its current text holds: formation may
+                # have made this turn a new version of it (or found it held already), and a
+                # turn whose words it no longer holds is not found through it.
+                held = turns_of.setdefault(record.id, [])
+                held[:] = [old for old in held if old.text in record.text]
+                if turn.text in record.text and turn not in held:
+                    held.append(turn)
+            turn_of = {memory_id: "|".join(turn.dia_id for turn in turns)
+                       for memory_id, turns in turns_of.items()}
             remembered = time.perf_counter() - started
             started = time.perf_counter()
             answers: list[Ranked] = []

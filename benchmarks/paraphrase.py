@@ -107,9 +107,12 @@ def run(configuration: str, ranking: str | None = None, **options: Any) -> Resul
             with tenant.use(TENANT):
                 for person in PEOPLE:
                     handle = memory.acting_for(person, agent=AGENT)
-                    answers = [handle.remember(text).id for text, _ in PAIRS[person]]
+                    # Stored as they are: this measures recall by meaning, not formation.
+                    answers = [
+                        handle.remember(text, formation=False).id for text, _ in PAIRS[person]
+                    ]
                     for text in DISTRACTORS[person]:
-                        handle.remember(text)
+                        handle.remember(text, formation=False)
                     for (text, question), answer in zip(PAIRS[person], answers, strict=True):
                         found = [hit.record for hit in handle.recall(question, top_k=TOP, **asked)]
                         top3 = found[:3]

@@ -377,7 +377,7 @@ def _small(
             order = range(len(handles)) if i % 2 == 0 else reversed(range(len(handles)))
             for j in order:
                 started = time.perf_counter()
-                record = handles[j].remember(text)
+                record = handles[j].remember(text, **configs[j].remember_options)
                 write_times[j].append(time.perf_counter() - started)
                 ids[j].append(record.id)
         run.progress(f"  {sealed.driver}: {plan.write_n} remembers x{len(handles)} done")
@@ -398,7 +398,8 @@ def _small(
             lambda: [calls[0](q) for q in queries[: plan.profile_queries]], "recall",
         )
         out["profile_remember"] = _profile(
-            lambda: [handles[0].remember(t) for t in texts[: plan.profile_queries]],
+            lambda: [handles[0].remember(t, **configs[0].remember_options)
+                     for t in texts[: plan.profile_queries]],
             "remember",
         )
         if hybrid is not None:

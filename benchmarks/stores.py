@@ -10,9 +10,12 @@ may fix the ``ranking`` its recalls pass (``"relevance"``: the ranking signals o
 - ``<driver>``: sealed BM25 over blind terms only, ``embedder=None``, ``ranking="relevance"``
   (what sealing must not change: it ranks exactly as plaintext BM25);
 - ``<driver>-unsealed``: the same through :class:`PlainKeyStore` (the cost of privacy);
-- ``<driver>-default``: ``Memory.open`` with no embedder option at all, recall as the SDK
-  defaults it (hybrid, re-ranked, signals on): what ``pip install mainsdk-memory`` gives;
+- ``<driver>-default``: ``Memory.open`` with no embedder option at all, remember and recall
+  as the SDK defaults them (formation at write; hybrid, re-ranked, signals on): what
+  ``pip install mainsdk-memory`` gives;
 - ``<driver>-default-relevance``: the same store with ``recall(..., ranking="relevance")``;
+- ``<driver>-default-no-formation``: the default install with ``remember(..., formation=False)``
+  (every text stored as it is), to measure what formation at write changes;
 - ``<driver>-hybrid``: BM25 + MiniLM (the ``embeddings`` extra, torch);
 - ``<driver>-hybrid-hashing``: BM25 + the model-free stand-in of MiniLM's width (speed).
 
@@ -511,6 +514,15 @@ class StoreConfig:
     """``sdk`` (text only), ``unsealed``, ``default`` (the default install) or ``hybrid``."""
     ranking: str | None = None
     """What its recalls pass as ``ranking=`` (``None``: nothing, the SDK's default)."""
+    formation: bool = False
+    """What its remembers pass as ``formation=``: on only where formation is what is measured
+    (``<driver>-default`` and ``-formation``), so the other numbers stay comparable with the
+    runs before formation existed (each turn stored as it is)."""
+
+    @property
+    def remember_options(self) -> dict[str, bool]:
+        """Keyword arguments its remembers pass besides the text."""
+        return {"formation": self.formation}
 
     def open(self, url: str, keys: Path, clock: Clock) -> Memory:
         """A Memory on ``url`` in this configuration."""
@@ -544,11 +556,14 @@ def make_configs(drivers: Sequence[str]) -> dict[str, StoreConfig]:
             ranking="relevance",
         )
         configs[f"{driver}-default"] = StoreConfig(
-            f"{driver}-default", driver, _open_default, kind="default",
+            f"{driver}-default", driver, _open_default, kind="default", formation=True,
+        )
+        configs[f"{driver}-default-no-formation"] = StoreConfig(
+            f"{driver}-default-no-formation", driver, _open_default, kind="default",
         )
         configs[f"{driver}-default-relevance"] = StoreConfig(
             f"{driver}-default-relevance", driver, _open_default, kind="default",
-            ranking="relevance",
+            ranking="relevance", formation=True,
         )
         configs[f"{driver}-hybrid"] = StoreConfig(
             f"{driver}-hybrid", driver, _open_hybrid, hybrid=True, kind="hybrid",

@@ -13,7 +13,9 @@ target is met, and non-zero only when the run itself fails.
 LoCoMo runs, per driver, ``<driver>`` (sealed BM25, ``embedder=None``, signals off: it must
 equal plaintext BM25 exactly), ``<driver>-default`` (``Memory.open`` with no embedder option,
 recall as the SDK defaults it: hybrid with ``StaticEmbedder``, re-ranked, signals on),
-``<driver>-default-relevance`` (the same with ``ranking="relevance"``) and ``<driver>-hybrid``
+``<driver>-default-relevance`` (the same with ``ranking="relevance"``),
+``<driver>-default-no-formation`` (the default install with ``remember(..., formation=False)``:
+issue 15's target is recall@5 with formation within 0.01 of it) and ``<driver>-hybrid``
 (MiniLM). See :mod:`benchmarks.stores`.
 
 Hybrid recall runs wherever it can: LoCoMo with MiniLM needs the ``embeddings`` extra and a
@@ -81,6 +83,8 @@ TARGET_DEFAULT_MULTI_HOP_RECALL5 = 0.60
 MULTI_HOP = "1"
 TARGET_DEFAULT_P95_MS = {"local": 10.0, "postgresql": 30.0}
 TARGET_DEFAULT_REMEMBER_RATIO = 1.5
+#: Issue 15: LoCoMo recall@5 with formation on may be at most this much below formation off.
+TARGET_FORMATION_LOSS = 0.01
 
 
 @dataclass(frozen=True)
@@ -459,6 +463,13 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
             found.append(_target(f"LoCoMo multi-hop recall@5 ({name})",
                                  f">= {TARGET_DEFAULT_MULTI_HOP_RECALL5}", multi,
                                  multi >= TARGET_DEFAULT_MULTI_HOP_RECALL5, note))
+        unformed = locomo_results.get(f"{name}-no-formation")
+        if unformed is not None and unformed.get("status") == "ok":
+            before = unformed["overall"]["recall@5"]
+            found.append(_target(
+                f"LoCoMo recall@5, formation on vs off ({name} vs {name}-no-formation)",
+                f">= formation off - {TARGET_FORMATION_LOSS}", value,
+                value >= before - TARGET_FORMATION_LOSS, f"formation off: {before}"))
         off = locomo_results.get(f"{name}-relevance")
         if off is not None and off.get("status") == "ok":
             found.append(_target(
@@ -536,7 +547,8 @@ def run(
             plan = replace(plan, hybrid=False)
         if not skip_locomo:
             sdk = [configs[f"{d}{suffix}"]
-                   for suffix in ("", "-default", "-default-relevance", "-hybrid")
+                   for suffix in ("", "-default", "-default-relevance",
+                                  "-default-no-formation", "-hybrid")
                    for d in drivers]
             result["locomo"] = _run_locomo(dataset, sdk, workspace, size.workers, progress)
         if not skip_speed:

@@ -131,6 +131,34 @@ def _corpus(
     return scope, stored, groups
 
 
+def memory_id_filters(
+    ctx: CheckContext, scope: Scope, stored: list[StoredRow]
+) -> list[tuple[Filter, str]]:
+    """Filters of ``_corpus``'s person and shared rows that name some of their memories
+    (none, all, a revised one, another subject's, an unknown id), with what each names."""
+    rng = ctx.rows.rng
+    mine = sorted({r.memory_id for r in stored if r.subject in (scope.subject, TENANT_SUBJECT)})
+    strangers = sorted({r.memory_id for r in stored} - set(mine))
+    revised = next(r for r in stored if r.version == 2)  # _corpus revises one memory
+    base = Filter(tenant=scope.tenant, app=scope.app, subjects=(scope.subject, TENANT_SUBJECT))
+    half = frozenset(rng.sample(mine, len(mine) // 2))
+    chosen: list[tuple[frozenset[str], str]] = [
+        (half, "half the memories"),
+        (frozenset(rng.sample(mine, 3)), "three memories"),
+        (frozenset({revised.memory_id}), "one revised memory"),
+        (frozenset(), "no memory"),
+        (frozenset(mine), "every memory"),
+        (
+            frozenset([*rng.sample(mine, 4), strangers[0], ctx.rows.memory_id()]),
+            "four memories, another subject's and an unknown id",
+        ),
+    ]
+    filters = [(replace(base, memory_ids=ids), what) for ids, what in chosen]
+    kinds = frozenset({"fact", "note"})
+    filters.append((replace(base, memory_ids=half, kinds=kinds), "half, kinds fact and note"))
+    return filters
+
+
 @check("text_search")
 def check_matches_reference(ctx: CheckContext) -> str | None:
     """search() returns the rows, order and scores of bm25_rank over the filtered rows."""
@@ -260,3 +288,20 @@ def check_top_k(ctx: CheckContext) -> str | None:
                 f"search(top_k={top_k}) returned {len(hits)} hits; {min(top_k, len(rows))} match"
             )
     return None
+
+
+@check("text_search")
+def check_memory_ids(ctx: CheckContext) -> str | None:
+    """search() with Filter.memory_ids equals bm25_rank over those memories' rows alone."""
+    scope, stored, groups = _corpus(ctx, people=16, shared_rows=6, strangers=6)
+    filters = memory_id_filters(ctx, scope, stored)
+    compared = 0
+    for where, what in filters:
+        # The ids change the corpus: N, the mean length and each term's df are theirs.
+        for picked in ([0], [1, 4], [2, 5, 7], [9]):
+            query = [set(groups[i]) for i in picked]
+            for top_k in (3, 100):
+                compared += _expect_reference(
+                    ctx, where, stored, query, top_k, f"memory_ids: {what}, top_k={top_k}"
+                )
+    return f"{len(filters)} filters, {compared} hits compared with bm25_rank"

@@ -7,6 +7,7 @@ from dataclasses import replace
 from mainsdk_memory import MemoryConflictError, MemorySDKError
 from mainsdk_memory.drivers import TENANT_SUBJECT, Capabilities, Driver, StoredRow
 
+from ._checks_search import _corpus, memory_id_filters
 from ._compare import expect_rows, expect_same_row, label
 from ._model import CheckFailed
 from ._registry import READ_ALL, CheckContext, check, missing_members
@@ -33,7 +34,7 @@ def check_driver_shape(ctx: CheckContext) -> str | None:
     caps = driver.capabilities
     if not isinstance(caps, Capabilities):
         raise CheckFailed("driver.capabilities is not a mainsdk_memory.Capabilities")
-    for flag in ("text_search", "time_travel", "vectors"):
+    for flag in ("text_search", "time_travel", "vectors", "relations"):
         if not isinstance(getattr(caps, flag), bool):
             raise CheckFailed(f"capabilities.{flag} is not True or False")
     if not isinstance(caps.concurrent_writers, bool):
@@ -240,6 +241,17 @@ def check_written_by(ctx: CheckContext) -> str | None:
             hits = ctx.driver.search(where, [{term}], top_k=100)
             expect_rows([r for r, _ in hits], want, f"search(written_by={agent!r})")
     return None
+
+
+@check("filters")
+def check_memory_ids(ctx: CheckContext) -> str | None:
+    """Filter.memory_ids keeps exactly the rows of those memories in list()."""
+    scope, stored, _groups = _corpus(ctx, people=16, shared_rows=6, strangers=6)
+    filters = memory_id_filters(ctx, scope, stored)
+    for where, what in filters:
+        want = [row for row in stored if where.matches(row)]
+        expect_rows(ctx.driver.list(where, limit=READ_ALL), want, f"list(memory_ids: {what})")
+    return f"{len(filters)} filters"
 
 
 # -- pagination -----------------------------------------------------------------------------

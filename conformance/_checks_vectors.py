@@ -171,6 +171,8 @@ def _described(where: Filter) -> str:
         parts.append(f"written_by {where.written_by!r}")
     if where.retention:
         parts.append(f"retention {[name for name, _ in where.retention]}")
+    if where.memory_ids is not None:
+        parts.append(f"memory_ids of {len(where.memory_ids)}")
     if where.as_of is not None:
         parts.append("as_of")
     return ", ".join(parts)
@@ -190,6 +192,7 @@ def _left_out_because(where: Filter, row: StoredRow) -> str:
         ("pinned", replace(where, pinned=None)),
         ("written_by", replace(where, written_by=None)),
         ("retention", replace(where, retention=())),
+        ("memory_ids", replace(where, memory_ids=None)),
     ):
         if not where.visible(row) and relaxed.visible(row):
             return f"a row Filter.{name} leaves out"
@@ -484,6 +487,7 @@ def check_matches_filter(ctx: CheckContext) -> str | None:
     created = sorted(s.row.created_at for s in reference.stored())
     instants = _instants(reference, rng) if ctx.capabilities.time_travel else []
     base = Filter(tenant=scope.tenant, app=scope.app, subjects=tuple(subjects[:3]))
+    ids = sorted({s.row.memory_id for s in reference.stored()})
     filters: list[Filter] = [
         base,
         replace(base, any_session=True),
@@ -494,6 +498,8 @@ def check_matches_filter(ctx: CheckContext) -> str | None:
         replace(base, written_by=agents[0]),
         replace(base, retention=(("health", created[len(created) // 2]),)),
         *(replace(base, as_of=when) for when in instants[:3]),
+        replace(base, memory_ids=frozenset(rng.sample(ids, len(ids) // 3))),
+        replace(base, memory_ids=frozenset()),
     ]
     for _ in range(60):
         chosen = rng.sample(subjects, rng.randint(1, len(subjects)))
@@ -514,6 +520,8 @@ def check_matches_filter(ctx: CheckContext) -> str | None:
             )
         if instants and rng.random() < 0.5:
             options["as_of"] = rng.choice(instants)
+        if rng.random() < 0.25:  # ids of every scope: strangers' too, which stay out
+            options["memory_ids"] = frozenset(rng.sample(ids, rng.randint(1, 12)))
         filters.append(replace(base, subjects=tuple(chosen), **options))  # type: ignore[arg-type]
     compared = 0
     for where in filters:
@@ -860,7 +868,8 @@ def check_vector_state(ctx: CheckContext) -> str | None:
     driver that offers one and keeps it while its vectors change would serve stale vector
     candidates. Checked after each write that moves ``vectors()``: put with and without a
     vector, a revision, put_vector, an erase; and between two reads with no write, the
-    entries must be the same whenever the token is."""
+    entries must be the same whenever the token is, also for filters that differ only in
+    ``Filter.memory_ids``."""
     _expect_vector_methods(ctx)
     driver = _driver(ctx)
     state = getattr(driver, "vector_state", None)
@@ -898,7 +907,27 @@ def check_vector_state(ctx: CheckContext) -> str | None:
     look("after put_vector")
     reference.erase(first)
     look("after an erase")
-    tokens = [token for token, _ in seen]
+    for _ in range(3):
+        reference.put(ctx.rows.row(scope), _vector(ctx))
+    look("after three more puts")
+    # Filters that differ only in Filter.memory_ids: one token for one result, as above
+    # (whether the entries are right for the ids is vectors.matches_filter's to say).
+    ids = sorted({s.row.memory_id for s in reference.stored()})
+    restricted: list[tuple[frozenset[str], object, list[VectorEntry]]] = []
+    for chosen in ([], ids[:1], ids[1:2], ids[:2], ids[1:], ids, [*ids[:1], "mem_unknown"]):
+        where_ids = scope.where(memory_ids=frozenset(chosen))
+        token, entries = state(where_ids), driver.vectors(where_ids)
+        what = f"memory_ids of {len(chosen)}"
+        if token is not None and state(where_ids) != token:
+            raise CheckFailed(f"vector_state() changed with no write ({what})")
+        for earlier_ids, earlier, earlier_entries in restricted:
+            if token is not None and earlier == token and earlier_entries != entries:
+                raise CheckFailed(
+                    f"vector_state() gave the same token for memory_ids of {len(earlier_ids)} "
+                    f"and of {len(chosen)}, while vectors() differ"
+                )
+        restricted.append((frozenset(chosen), token, entries))
+    tokens = [token for token, _ in seen] + [token for _, token, _ in restricted]
     if all(token is None for token in tokens):
         return "vector_state() returns None: recall reads the vectors every time"
-    return f"{len(tokens)} states over 5 writes"
+    return f"{len(tokens)} states over 6 writes and 7 sets of memory ids"

@@ -11,13 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mainsdk_memory.drivers import Capabilities, Driver, StoredRow
+from mainsdk_memory.drivers import Capabilities, Driver, RelationDriver, StoredRow
 
 from ._rows import Scope, SyntheticRows
 
 __all__ = [
     "CAPABILITIES",
     "PROTOCOL_MEMBERS",
+    "RELATION_MEMBERS",
     "REQUIREMENTS",
     "Capability",
     "Check",
@@ -44,7 +45,9 @@ PROTOCOL_MEMBERS: tuple[str, ...] = (
 def missing_members(driver: object) -> tuple[str, ...]:
     """The :class:`Driver` attributes and methods that ``driver`` lacks (methods must be
     callable). ``vectors()`` is not among them: only a driver that declares ``vectors`` needs
-    it (:class:`~mainsdk_memory.drivers.VectorDriver`), and the vector checks ask for it."""
+    it (:class:`~mainsdk_memory.drivers.VectorDriver`), and the vector checks ask for it; nor
+    are ``put_links()``, ``links()`` and ``delete_links()``, which only a driver that
+    declares ``relations`` needs (:data:`RELATION_MEMBERS`, asked by the relation checks)."""
     annotations = set(Driver.__annotations__)
     return tuple(
         name
@@ -52,6 +55,14 @@ def missing_members(driver: object) -> tuple[str, ...]:
         if not hasattr(driver, name)
         or (name not in annotations and not callable(getattr(driver, name)))
     )
+
+
+#: The methods a driver that declares ``relations`` adds (:class:`RelationDriver`).
+RELATION_MEMBERS: tuple[str, ...] = tuple(
+    name
+    for name, value in vars(RelationDriver).items()
+    if callable(value) and name[0] != "_" and name not in PROTOCOL_MEMBERS
+)
 
 
 def _required(_caps: Capabilities) -> bool:
@@ -113,6 +124,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         "put(vector=) keeps each version's sealed embedding; vectors() returns the filtered ones.",
         declared=lambda caps: caps.vectors is not False,
         shown=lambda caps: repr(caps.vectors),
+    ),
+    Capability(
+        "relations",
+        "put_links() keeps links by key; links() finds them by either end; erase() removes them.",
+        declared=lambda caps: caps.relations is True,
+        shown=lambda caps: repr(caps.relations),
     ),
     Capability(
         "regions",

@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - importing the check modules registers their chec
     _checks_erase,
     _checks_isolation,
     _checks_regions,
+    _checks_relations,
     _checks_retention,
     _checks_search,
     _checks_storage,

@@ -1,7 +1,8 @@
 """Storage drivers and the protocol they implement.
 
-A driver stores sealed, blinded, pseudonymous rows (:class:`StoredRow`) and declares what it
-can do (:class:`Capabilities`). The quickest way to write one is :class:`BaseDriver`: implement
+A driver stores sealed, blinded, pseudonymous rows (:class:`StoredRow`), and with
+``relations`` declared the links between them (:class:`StoredLink`), and declares what it can
+do (:class:`Capabilities`). The quickest way to write one is :class:`BaseDriver`: implement
 storage, inherit search, list, expiry and pinning. Drivers are found by URL scheme through
 the entry-point group ``mainsdk_memory.drivers``; ``local`` ships here, and a third party adds
 one by registering a factory that takes the URL.
@@ -18,6 +19,8 @@ from mainsdk_memory.drivers._protocol import (
     Driver,
     EraseResult,
     Filter,
+    RelationDriver,
+    StoredLink,
     StoredRow,
     VectorDriver,
     VectorEntry,
@@ -36,6 +39,8 @@ __all__ = [
     "Driver",
     "EraseResult",
     "Filter",
+    "RelationDriver",
+    "StoredLink",
     "StoredRow",
     "VectorDriver",
     "VectorEntry",

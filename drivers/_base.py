@@ -47,7 +47,13 @@ class BaseDriver(abc.ABC):
     :meth:`stored_vector` (or override :meth:`vectors`) and keep the ``vector`` given to
     :meth:`put`. Inherited: :meth:`search`, :meth:`list`, :meth:`expired`,
     :meth:`set_pinned`, :meth:`vectors`, :meth:`close` (nothing to release) and the context
-    manager. Each contract is the one of :class:`~mainsdk_memory.drivers.Driver`.
+    manager; every inherited read applies the whole :class:`Filter`, ``memory_ids`` included.
+    Each contract is the one of :class:`~mainsdk_memory.drivers.Driver`.
+
+    Relations are not inherited: the base class does not know where a subclass would keep
+    links. A subclass that declares ``relations`` implements ``put_links``, ``links`` and
+    ``delete_links`` (:class:`~mainsdk_memory.drivers.RelationDriver`), and its
+    :meth:`erase` and :meth:`raw_dump` cover the links too.
     """
 
     name: str
@@ -84,8 +90,9 @@ class BaseDriver(abc.ABC):
 
     @abc.abstractmethod
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """Remove every version, index entry and embedding of the memory; return once it is
-        durable."""
+        """Remove every version, index entry and embedding of the memory (and, with
+        ``relations`` declared, every link with the memory at either end, in any subject);
+        return once it is durable."""
 
     @abc.abstractmethod
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:

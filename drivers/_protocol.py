@@ -2,7 +2,9 @@
 
 A driver stores :class:`StoredRow` values and never sees plaintext: the text, typed data and
 source of a memory arrive sealed, person ids arrive as keyed pseudonyms, and search terms
-arrive blinded (keyed HMACs). A driver only filters, orders, ranks and erases.
+arrive blinded (keyed HMACs). A driver only filters, orders, ranks and erases. A driver that
+declares ``relations`` also stores :class:`StoredLink` values, links between memories (and
+from memories to entities): ids and a sealed blob, nothing else (:class:`RelationDriver`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ __all__ = [
     "Driver",
     "EraseResult",
     "Filter",
+    "RelationDriver",
+    "StoredLink",
     "StoredRow",
     "VectorDriver",
     "VectorEntry",
@@ -51,6 +55,9 @@ class Capabilities:
     """Stores a sealed embedding with each version (``put(vector=...)``) and returns the
     embeddings of the rows a filter matches (:meth:`Driver.vectors`); the SDK opens and ranks
     them in process."""
+    relations: bool = False
+    """Stores links between memories (``put_links``, ``links``, ``delete_links``:
+    :class:`RelationDriver`) and erases them with either end."""
     erase: Literal["hard", "soft"] = "hard"
     """``hard``: forget removes every byte of a memory; ``soft``: it only hides it."""
     regions: tuple[str, ...] = ()
@@ -89,6 +96,30 @@ class StoredRow:
 
 
 @dataclass(frozen=True, slots=True)
+class StoredLink:
+    """One relation from a memory to a memory or an entity, as the driver stores it: ids and a seal.
+
+    Ids (``subject``, ``source``, ``target``) are plain names: 1 to 200 ASCII letters, digits,
+    ``_`` and ``-``, starting with a letter or digit (what the core makes: ``p_…``, ``mem_…``,
+    ``ent_…``); a driver may use them as file names. A driver refuses any other link
+    (:meth:`RelationDriver.put_links`).
+    """
+
+    tenant: str
+    app: str
+    subject: str
+    """The keyed pseudonym (``p_…``) or :data:`TENANT_SUBJECT` of the memory at ``source``."""
+    source: str
+    """A memory id (``mem_…``)."""
+    target: str
+    """A memory id (``mem_…``) or an entity id (``ent_…``)."""
+    key: str
+    """An opaque token (32 lowercase hex characters), unique within (tenant, app, subject)."""
+    sealed: bytes
+    """The link's kind, weight and time, sealed by the SDK; opaque to the driver."""
+
+
+@dataclass(frozen=True, slots=True)
 class Filter:
     """Which rows a read may see. Drivers apply it in full; :meth:`matches` is the reference."""
 
@@ -113,6 +144,9 @@ class Filter:
     retention: tuple[tuple[str, datetime], ...] = ()
     """``(label, cutoff)`` pairs: a row carrying ``label`` whose memory was created before
     ``cutoff`` has outlived its retention and is not returned, even before a sweep erases it."""
+    memory_ids: frozenset[str] | None = None
+    """Only rows of these memories (``None``: any). A read's corpus is then the rows of these
+    memories alone: BM25's N, lengths and document frequencies are counted over them."""
 
     def visible(self, row: StoredRow) -> bool:
         """Whether ``row`` is in scope, ignoring time.
@@ -120,7 +154,7 @@ class Filter:
         Scope is tenant, app and subject; then session: a ``session_only`` row, and a
         quarantined row (trust ``untrusted``), are visible only to the session that wrote it
         (``any_session`` lifts this for a person's own rows, never for shared ones);
-        then kind, pin and writing agent when the filter names them.
+        then kind, pin, writing agent and memory ids when the filter names them.
         """
         same_session = (self.any_session and row.subject != TENANT_SUBJECT) or (
             row.session is not None and row.session == self.session
@@ -138,6 +172,7 @@ class Filter:
             )
             and (self.kinds is None or row.kind in self.kinds)
             and (self.pinned is None or row.pinned == self.pinned)
+            and (self.memory_ids is None or row.memory_id in self.memory_ids)
         )
 
     def in_time(self, row: StoredRow) -> bool:
@@ -268,7 +303,13 @@ class Driver(Protocol):
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Remove every version, index entry and embedding of the memory; return once it is
-        durable."""
+        durable.
+
+        A driver that declares ``relations`` also removes, in the same durable step, every
+        link of that tenant and app, in any subject, whose ``source`` or ``target`` is
+        ``memory_id`` (:class:`RelationDriver`); with ``erase="hard"`` no byte of them is
+        left in :meth:`raw_dump`.
+        """
         ...
 
     def expired(
@@ -299,7 +340,7 @@ class Driver(Protocol):
         """Everything the driver stores, as ``(where, bytes)`` pairs: files, table rows.
 
         The conformance suite reads it to check that an erase left no byte behind and that
-        no plaintext was stored. It must cover every place the driver writes to.
+        no plaintext was stored. It must cover every place the driver writes to, links too.
         """
         ...
 
@@ -338,4 +379,39 @@ class VectorDriver(Driver, Protocol):
         (never written, or erased meanwhile), nothing changes and
         :class:`mainsdk_memory.MemoryConflictError` is raised.
         """
+        ...
+
+
+@runtime_checkable
+class RelationDriver(Driver, Protocol):
+    """A :class:`Driver` that declares ``relations``: it also stores links between memories.
+
+    Only drivers that declare ``Capabilities(relations=True)`` implement these methods. A link
+    belongs to the subject of its ``source`` memory; :meth:`Driver.erase` of a memory removes
+    every link with that memory at either end, in any subject of its tenant and app.
+    """
+
+    def put_links(self, links: Sequence[StoredLink]) -> None:
+        """Store ``links``: all or none, durable when this returns.
+
+        A link whose (tenant, app, subject, key) is already stored replaces it (source, target
+        and sealed); within one batch the last link with a key wins. Every link of a batch has
+        the same tenant and app. A batch with a link that is not well-formed (a key that is
+        not 32 lowercase hex characters, an id that is not a plain name, ``sealed`` that is not
+        bytes: :class:`StoredLink`), or with links of two tenants or apps, raises
+        :class:`mainsdk_memory.InvalidInputError` and stores nothing. An empty batch does
+        nothing.
+        """
+        ...
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """Every link of that tenant and app, within those subjects, whose ``source`` or
+        ``target`` is in ``ids``, sorted by (subject, key). Empty ``ids``: ``[]``."""
+        ...
+
+    def delete_links(self, tenant: str, app: str, subject: str, keys: Collection[str]) -> None:
+        """Remove the links of that subject with these keys, for good; unknown keys are
+        ignored. Durable when this returns."""
         ...

@@ -50,6 +50,9 @@ __all__ = ["ANCHORS_FILE", "PIN_CHANGING", "Anchors", "MemoryAnchor", "digest"]
 ANCHORS_FILE = "anchors.sqlite"
 ANCHORS_LOCK = "anchors.lock"
 CONTROL_LOCK = "control.lock"
+#: Formation locks: one of this many files, picked by a hash of the subject, serialises the
+#: formation writes of a subject in every process (a duplicate pair is never two memories).
+FORMATION_LOCKS = 16
 
 #: The ``pinned`` value of a memory whose pin change is under way (either flag is accepted).
 PIN_CHANGING = 2
@@ -236,6 +239,20 @@ class Anchors:
                 yield
         except OSError as exc:
             raise self._error("locked") from exc
+
+    @contextmanager
+    def formation_lock(self, scope: str, subject: str) -> Iterator[None]:
+        """One formation write at a time for ``subject`` of ``scope``, in every process and
+        thread: the neighbours it read are still the neighbours when it writes. The file is
+        one of :data:`FORMATION_LOCKS`, picked by a hash, so its name says nothing."""
+        digest = hashlib.sha256(f"{scope}\x00{subject}".encode()).digest()
+        name = f"formation-{digest[0] % FORMATION_LOCKS:02d}.lock"
+        with contextlib.ExitStack() as stack:
+            try:  # only taking the lock is the key store's failure; the body's are its own
+                stack.enter_context(file_lock(self._path.with_name(name), exclusive=True))
+            except OSError as exc:
+                raise self._error("locked") from exc
+            yield
 
     def close(self) -> None:
         """Empty the log if a drop could not, and close the connections (a later call opens

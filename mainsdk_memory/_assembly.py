@@ -6,7 +6,7 @@ what goes in it and in what order, and :mod:`mainsdk_memory._context` renders it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
@@ -36,8 +36,9 @@ def pinned_records(caller: Caller) -> list[MemoryRecord]:
     return screen(caller, leave_out_tampered(caller, rows, lambda row: open_record(caller, row)))
 
 
-def entry(record: MemoryRecord) -> ContextEntry:
-    """How one memory appears in the block."""
+def entry(record: MemoryRecord, contradicts: Sequence[str] = ()) -> ContextEntry:
+    """How one memory appears in the block (``contradicts``: the ids of those in the block
+    it contradicts)."""
     return ContextEntry(
         id=record.id,
         kind=record.kind.value,
@@ -48,17 +49,43 @@ def entry(record: MemoryRecord) -> ContextEntry:
         trust=record.trust.value,
         source=record.source.kind,
         pinned=record.pinned,
+        status=None if record.status == "active" else record.status,
+        contradicts=tuple(contradicts),
     )
 
 
 def assemble(
-    pinned: Sequence[MemoryRecord], hits: Sequence[Hit], *, max_chars: int | None
+    pinned: Sequence[MemoryRecord],
+    hits: Sequence[Hit],
+    *,
+    max_chars: int | None,
+    contradictions: Mapping[str, Sequence[MemoryRecord]] | None = None,
 ) -> tuple[str, list[str]]:
-    """The block of ``pinned`` then ``hits`` (each memory once), and the ids it holds."""
+    """The block of ``pinned`` then ``hits`` (each memory once), and the ids it holds.
+
+    ``contradictions`` maps a memory's id to the memories that contradict it: each follows
+    it in the block (side by side, whether or not it matched), and both carry a
+    ``contradicts`` mark naming the other, so the model sees the disagreement."""
     records = list(pinned)
     seen = {record.id for record in records}
     records += [hit.record for hit in hits if hit.record.id not in seen]
-    entries = [entry(record) for record in records]
+    against = contradictions or {}
+    placed: list[MemoryRecord] = []
+    seen = set()
+    for record in records:
+        for one in (record, *against.get(record.id, ())):
+            if one.id not in seen:
+                seen.add(one.id)
+                placed.append(one)
+    marks: dict[str, list[str]] = {}
+    for record_id, others in against.items():
+        for other in others:
+            if record_id in seen and other.id in seen:
+                marks.setdefault(record_id, []).append(other.id)
+                marks.setdefault(other.id, []).append(record_id)
+    entries = [
+        entry(record, sorted(set(marks.get(record.id, ())))) for record in placed
+    ]
     try:
         block = render_context(entries, max_chars=max_chars)
     except ValueError as exc:

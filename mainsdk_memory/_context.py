@@ -68,6 +68,10 @@ class ContextEntry:
     trust: str | None = None
     source: str | None = None
     pinned: bool = False
+    status: str | None = None
+    """``"disputed"`` for a contested memory; ``None`` otherwise."""
+    contradicts: tuple[str, ...] = ()
+    """Ids of the memories in the block this one contradicts (formation, issue 15)."""
 
 
 BLOCK_START: Final[str] = "<memory-data>"
@@ -173,6 +177,10 @@ def _render_entry(entry: ContextEntry, index: int) -> str:
         attrs.append(("valid_to", _format_datetime(entry.valid_to, "valid_to", index)))
     if entry.pinned:
         attrs.append(("pinned", "true"))
+    if entry.status is not None:
+        attrs.append(("status", entry.status))
+    if entry.contradicts:
+        attrs.append(("contradicts", " ".join(entry.contradicts)))
     rendered_attrs = "".join(f' {name}="{_escape_attr(value)}"' for name, value in attrs)
     # The text always takes at least one line, so "" and "\n" stay distinguishable.
     return f"<memory{rendered_attrs}>\n{escape_text(entry.text)}\n{_ENTRY_END}"
@@ -229,6 +237,8 @@ _ATTR_ORDER: Final = (
     "valid_from",
     "valid_to",
     "pinned",
+    "status",
+    "contradicts",
 )
 _REQUIRED_ATTRS: Final = frozenset({"id", "kind", "recorded", "valid_from"})
 
@@ -330,6 +340,9 @@ def parse_context(block: str) -> list[ContextEntry]:
                 trust=attrs.get("trust"),
                 source=attrs.get("source"),
                 pinned="pinned" in attrs,
+                status=attrs.get("status"),
+                contradicts=tuple(attrs["contradicts"].split(" ")) if "contradicts" in attrs
+                else (),
             )
         )
         i = close + 1

@@ -28,6 +28,8 @@ from mainsdk_memory.drivers import (
     Driver,
     EraseResult,
     Filter,
+    RelationDriver,
+    StoredLink,
     StoredRow,
     VectorDriver,
     VectorEntry,
@@ -148,6 +150,16 @@ class GuardedStore:
         """Replace one stored version's sealed embedding."""
         assert isinstance(self.driver, VectorDriver)  # noqa: S101 - checked when opened
         self.driver.put_vector(tenant, app, subject, memory_id, version, sealed)
+
+    def put_links(self, links: Sequence[StoredLink]) -> None:
+        """Store links (``relations`` only)."""
+        assert isinstance(self.driver, RelationDriver)  # noqa: S101 - the core checks first
+        self.driver.put_links(links)
+
+    def delete_links(self, tenant: str, app: str, subject: str, keys: Collection[str]) -> None:
+        """Remove links by key (``relations`` only)."""
+        assert isinstance(self.driver, RelationDriver)  # noqa: S101 - the core checks first
+        self.driver.delete_links(tenant, app, subject, keys)
 
     def set_pinned(self, tenant: str, app: str, subject: str, memory_id: str, pinned: bool) -> None:
         """Set the pinned flag on the memory's current version."""
@@ -273,6 +285,22 @@ class GuardedStore:
                 if (entry.memory_id, entry.version) in allowed
             ]
         return [entry for entry in entries if entry.subject in where.subjects]
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """The links with an end in ``ids``, within the tenant, app and subjects (a link the
+        driver returns from elsewhere is dropped; its seal would not open either)."""
+        assert isinstance(self.driver, RelationDriver)  # noqa: S101 - the core checks first
+        wanted = set(ids)
+        return [
+            link
+            for link in self.driver.links(tenant, app, subjects, ids)
+            if link.tenant == tenant
+            and link.app == app
+            and link.subject in subjects
+            and (link.source in wanted or link.target in wanted)
+        ]
 
     def damaged(self, tenant: str, app: str, subject: str) -> builtins.list[str]:
         """The ids of the subject's memories the driver cannot decode (a driver that says

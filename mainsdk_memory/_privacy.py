@@ -17,8 +17,10 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._caller import PERSON_AGENT, Caller, guardian_key, requests_prefix
+from mainsdk_memory._entities import entities_of, erase_entities
 from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
+from mainsdk_memory._relations import relation_store
 from mainsdk_memory._scoped import ScopedMemory
 from mainsdk_memory._sealing import open_record
 from mainsdk_memory._signals import export_signals
@@ -61,14 +63,27 @@ class Privacy:
                 return
             after = (rows[-1].created_at, rows[-1].memory_id)
 
+    def _closed_memories(self, tenant_id: str, pseudonym: str, listed: set[str]) -> list[str]:
+        """Ids of ``pseudonym``'s anchored memories that a listing of current rows does not
+        show (retracted or merged away: every version closed), minus ``listed``."""
+        services = self._services
+        anchored = services.keys.anchors.memories(services.anchor_scope(tenant_id))
+        return [
+            memory_id
+            for row_subject, memory_id in anchored
+            if row_subject == pseudonym and memory_id not in listed
+            and services.store.versions(tenant_id, services.app, (pseudonym,), memory_id)
+        ]
+
     # -- erase ----------------------------------------------------------------------------
 
     def erase(self, person_id: str) -> _receipts.Receipt:
         """Erase everything about ``person_id`` here, then destroy their keys; one receipt.
 
         Every memory about the person (every version and index entry, every agent, every
-        session), their pending forget requests, guardian policy and ranking signals (uses,
-        feedback) are removed through the driver, which confirms each erase; then the
+        session) with every link to or from it, their pending forget requests, guardian
+        policy, ranking signals (uses, feedback) and the entities their memories named are
+        removed through the driver, which confirms each erase; then the
         person's secret (sealing and index keys) is destroyed in the key store, so any copy
         of the store — a backup included — can no longer be opened or searched for them, by
         this process or any other that had read the key (ADR 0039). The person gets a fresh
@@ -100,8 +115,13 @@ class Privacy:
                             memory_ids.append(row.memory_id)
                             version_ids.extend(f"{row.memory_id}.v{v}" for v in result.versions)
                             modes.add(result.mode)
-                    # Memories the driver cannot decode are never listed: erased by id.
-                    for memory_id in services.store.damaged(tenant_id, services.app, pseudonym):
+                    # Memories the driver cannot decode, and memories with no current
+                    # version (retracted, merged away), are never listed: erased by id.
+                    unlisted = [
+                        *services.store.damaged(tenant_id, services.app, pseudonym),
+                        *self._closed_memories(tenant_id, pseudonym, set(memory_ids)),
+                    ]
+                    for memory_id in unlisted:
                         result = services.store.erase(
                             tenant_id, services.app, pseudonym, memory_id
                         )
@@ -116,6 +136,7 @@ class Privacy:
                 for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
                     services.control.put(tenant_id, key, None)
                 services.control.put(tenant_id, guardian_key(pseudonym), None)
+                erase_entities(person, pseudonym)  # the names their memories mentioned
             services.signals.delete(tenant_id, pseudonyms)  # their uses and feedback
             # From here no handle, in any process, seals or opens with the destroyed secret,
             # and the person is named by a fresh pseudonym.
@@ -146,22 +167,23 @@ class Privacy:
         """Everything held about ``person_id`` here, every version, as a JSON-ready document.
 
         Format ``mainsdk-memory-export/1`` (see docs/privacy.md): the person, tenant and app,
-        each memory with every version's text, typed data, source, trust, author, dates, and
-        the pending forget requests, guardian policy and the ranking signals of their memories
-        (uses, last use, feedback). Audited (ids only).
+        each memory (retracted ones too) with every version's text, typed data, source, trust,
+        author, dates, formation and status, and the pending forget requests, guardian
+        policy, the ranking signals of their memories (uses, last use, feedback) and the
+        entities their memories name (names, aliases, types). Audited (ids only).
         """
         tenant_id, person = self._person(person_id)
         services = self._services
         with services.audit.call(tenant_id, "export", actor="app", person=person.person) as note:
             pseudonym = person.pseudonym()
             memories: list[dict[str, Any]] = []
-            for current in self._rows_of(tenant_id, pseudonym):
-                rows = services.store.versions(
-                    tenant_id, services.app, (pseudonym,), current.memory_id
-                )
-                versions = [open_record(person, row) for row in rows]
+            listed = [current.memory_id for current in self._rows_of(tenant_id, pseudonym)]
+            closed = self._closed_memories(tenant_id, pseudonym, set(listed))
+            for memory_id in [*listed, *closed]:
+                rows = services.store.versions(tenant_id, services.app, (pseudonym,), memory_id)
+                versions = [open_record(person, row, versions=rows) for row in rows]
                 memories.append(_export_memory(versions))
-                note.memory_ids.append(current.memory_id)
+                note.memory_ids.append(memory_id)
             note.count = len(memories)
             requests = [
                 document
@@ -179,6 +201,10 @@ class Privacy:
                 "signals": export_signals(
                     person, pseudonym, [memory["id"] for memory in memories]
                 ),
+                "entities": [
+                    entity.model_dump(mode="json")
+                    for entity in entities_of(person, (pseudonym,), set(note.memory_ids))
+                ] if relation_store(person) is not None else [],
             }
 
     # -- children -------------------------------------------------------------------------
@@ -360,6 +386,8 @@ def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
         "pinned": current.pinned,
         "labels": list(current.labels),
         "created_at": current.created_at.isoformat(),
+        "status": current.status,
+        "derived_from": list(current.derived_from),
         "versions": [
             {
                 "version": v.version,
@@ -373,6 +401,9 @@ def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
                 "valid_from": v.valid_from.isoformat(),
                 "valid_to": None if v.valid_to is None else v.valid_to.isoformat(),
                 "recorded_at": v.recorded_at.isoformat(),
+                "formation": None if v.formation is None else v.formation.model_dump(mode="json"),
+                "status": v.status,
+                "revision": None if v.revision is None else v.revision.model_dump(mode="json"),
             }
             for v in versions
         ],

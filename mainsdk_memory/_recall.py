@@ -8,6 +8,7 @@ memories never reach an embedder that runs a model.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Final, Literal
@@ -26,7 +27,7 @@ from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow, VectorEntry
 from mainsdk_memory.drivers._bm25 import TRUST_RANK, order_key
 
-__all__ = ["MODES", "RANKINGS", "Ranking", "RecallMode", "recall"]
+__all__ = ["MODES", "RANKINGS", "Ranking", "RecallMode", "opened_vector", "query_groups", "recall"]
 
 RecallMode = Literal["auto", "text", "vector", "hybrid"]
 """How recall ranks: ``text`` (BM25 over blind terms), ``vector`` (sealed embeddings),
@@ -72,11 +73,14 @@ def recall(
     count_uses: bool = False,
     language: str = DEFAULT_LANGUAGE,
     note: AuditNote | None = None,
+    memory_ids: frozenset[str] | None = None,
 ) -> list[Hit]:
     """The best ``top_k`` memories for ``query`` the caller may see (see ``recall()``).
 
     ``count_uses`` records each returned memory as used (a handle's ``recall``, not
-    ``context``); ``ranking="relevance"`` leaves the signals of :mod:`._signals` out.
+    ``context``); ``ranking="relevance"`` leaves the signals of :mod:`._signals` out;
+    ``memory_ids`` narrows every ranking to those memories (the driver filters, so no
+    match is lost to a top-k cut).
     """
     services = caller.services
     query = validate.text(query, services.settings.max_text_chars, "query")
@@ -113,6 +117,8 @@ def recall(
     if when is not None and not capabilities.time_travel:
         raise MemoryCapabilityError("time_travel")
     where = caller.filter(kinds=checked_kinds, as_of=when)
+    if memory_ids is not None:
+        where = dataclasses.replace(where, memory_ids=memory_ids)
     store = services.store
     model = None
     if use_text and use_vectors:
@@ -137,7 +143,7 @@ def recall(
     if use_vectors:
         assert index is not None  # noqa: S101 - use_vectors implies an index
         ranked = index.rank(
-            store, where, index.embed(query), depth, lambda entry: _open_vector(caller, entry)
+            store, where, index.embed(query), depth, lambda entry: opened_vector(caller, entry)
         )
         if note is not None and ranked.foreign:
             note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
@@ -302,7 +308,7 @@ def _open(
     ]
 
 
-def _open_vector(caller: Caller, entry: VectorEntry) -> bytes | None:
+def opened_vector(caller: Caller, entry: VectorEntry) -> bytes | None:
     """One stored embedding, or ``None`` (audited) if its memory fails its integrity check."""
     opened = leave_out_tampered(caller, [entry], lambda one: open_vector(caller, one))
     return opened[0] if opened else None

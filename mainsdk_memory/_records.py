@@ -12,11 +12,19 @@ from mainsdk_memory._text import DEFAULT_LANGUAGE
 
 __all__ = [
     "AgentLimits",
+    "Entity",
+    "EntityType",
     "ForgetRequest",
+    "Formation",
+    "FormationOutcome",
     "Hit",
     "Kind",
+    "Link",
+    "LinkKind",
     "MemoryRecord",
+    "MemoryStatus",
     "Page",
+    "Revision",
     "Scope",
     "Source",
     "SourceKind",
@@ -135,6 +143,83 @@ class Scope(BaseModel):
     session: str | None = None
 
 
+FormationOutcome = Literal[
+    "novel", "duplicate", "supersession", "refinement", "contradiction", "related"
+]
+"""How a remembered text joined the memories held (docs/concepts.md, "Formation")."""
+
+LinkKind = Literal["derived_from", "related", "contradicts", "supersedes", "mentions"]
+"""What a link says: see :class:`Link`."""
+
+MemoryStatus = Literal["active", "disputed", "retracted"]
+"""``disputed``: contested (:meth:`contest`) and not revised since; ``retracted``: closed with
+no successor (:meth:`retract`, or merged into another memory)."""
+
+EntityType = Literal["person", "place", "organisation", "project", "tool", "other"]
+
+
+class Formation(BaseModel):
+    """What formation decided when ``remember`` wrote a version: outcome, target and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    outcome: FormationOutcome
+    target: str | None = None
+    """The memory it was classified against (``None`` for ``novel``)."""
+    reason: str = "nothing-close"
+    """A code that says why, never content: ``same-text``, ``same-key``, ``new-value``,
+    ``says-it-changed``, ``negation``, ``fixed-attribute``, ``adds-detail``, ``shares-terms``,
+    … (docs/concepts.md lists them)."""
+
+
+class Revision(BaseModel):
+    """A revision operation that wrote this version: ``contest``, ``retract`` or ``merge``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    op: Literal["contest", "retract", "merge"]
+    memories: tuple[str, ...] = ()
+    """``merge``: on the memory that absorbed others, their ids; on an absorbed memory's last
+    version, the id of the one it went into."""
+
+
+class Link(BaseModel):
+    """A relation of one memory, as ``handle.links(memory_id)`` reads it.
+
+    ``direction="out"``: this memory → ``target`` (``derived_from``: this memory was derived
+    from ``target``; ``supersedes``: it absorbed ``target`` in a merge; ``mentions``: it names
+    the entity ``target``). ``direction="in"``: ``target`` → this memory (an insight derived
+    from it, the memory that absorbed it). ``related`` and ``contradicts`` go both ways and
+    are read as ``out`` from either end.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: LinkKind
+    target: str
+    direction: Literal["out", "in"] = "out"
+    weight: float | None = Field(default=None, ge=0.0, le=1.0)
+    """``mentions``: how central the entity is to the memory's text, from 0 to 1."""
+
+
+class Entity(BaseModel):
+    """A named thing the person's memories mention, with its canonical name and aliases."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """``ent_…``"""
+    name: str
+    type: EntityType
+    aliases: tuple[str, ...] = ()
+    memories: int = 0
+    """How many current memories mention it."""
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield (name, "<hidden>" if name in {"name", "aliases"} else value)
+
+
 class MemoryRecord(BaseModel):
     """One version of one memory, opened."""
 
@@ -163,6 +248,15 @@ class MemoryRecord(BaseModel):
     """Who wrote this version: an agent name, or ``@person`` for the person themself."""
     language: str = DEFAULT_LANGUAGE
     """The language its words were stemmed in for search (``remember(..., language=)``)."""
+    formation: Formation | None = None
+    """How ``remember`` formed this version (``None``: written with ``formation=False``, by
+    ``revise``, ``confirm`` or a revision operation, or before formation existed). A
+    duplicate writes no version: the record returned then carries the decision."""
+    status: MemoryStatus = "active"
+    revision: Revision | None = None
+    """The revision operation that wrote this version, if one did."""
+    derived_from: tuple[str, ...] = ()
+    """The memories an insight was derived from (``remember(..., derived_from=[...])``)."""
 
     @property
     def quarantined(self) -> bool:

@@ -19,6 +19,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel
 
 from mainsdk_memory import _validate as validate
@@ -26,15 +28,26 @@ from mainsdk_memory import receipts as _receipts
 from mainsdk_memory._assembly import assemble, check_max_chars, pinned_records
 from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import PERSON_AGENT, Caller, requests_prefix
+from mainsdk_memory._entities import (
+    LinkSpec,
+    drop_unmentioned,
+    entities_of,
+    mention_links,
+    mentioned,
+    resolve,
+)
 from mainsdk_memory._errors import (
     ConsentRequiredError,
     DamagedMemoryError,
     InvalidInputError,
     MemoryCapabilityError,
+    MemoryConflictError,
     MemoryNotFound,
     RequestNotFound,
     ScopeError,
 )
+from mainsdk_memory._formation import Decision, classify, refined_text
+from mainsdk_memory._forming import Held, fact_key_term, keyed, neighbours
 from mainsdk_memory._integrity import (
     check_versions,
     leave_out_tampered,
@@ -44,11 +57,35 @@ from mainsdk_memory._integrity import (
     written,
 )
 from mainsdk_memory._recall import Ranking, RecallMode, recall
-from mainsdk_memory._records import ForgetRequest, Hit, Kind, MemoryRecord, Page, Source, Trust
+from mainsdk_memory._records import (
+    Entity,
+    ForgetRequest,
+    Formation,
+    FormationOutcome,
+    Hit,
+    Kind,
+    Link,
+    LinkKind,
+    MemoryRecord,
+    MemoryStatus,
+    Page,
+    Revision,
+    Source,
+    Trust,
+)
+from mainsdk_memory._relations import (
+    add_links,
+    derived_closure,
+    links_of,
+    relation_store,
+    require_relations,
+    stored_links,
+)
 from mainsdk_memory._sealing import (
     Contents,
     Place,
     data_fields,
+    embedding_index,
     first_place,
     next_place,
     open_contents,
@@ -57,14 +94,15 @@ from mainsdk_memory._sealing import (
     seal_vector,
     to_record,
 )
+from mainsdk_memory._signals import count_uses, feedback_value
 from mainsdk_memory._signals import feedback as add_feedback
-from mainsdk_memory._signals import feedback_value
 from mainsdk_memory._text import check_language
 from mainsdk_memory._walls import (
     check_injection,
     check_write,
     record_clean_verdict,
     revised_trust,
+    screen,
     trust_of,
 )
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
@@ -127,6 +165,24 @@ class _Handle:
             raise MemoryNotFound
         return rows, current
 
+    def _history_rows(self, memory_id: object) -> builtins.list[StoredRow]:
+        """The rows of a memory this handle may see: current, or ended by a retraction (a
+        last version sealed closed: :func:`open_contents` checks that it says so)."""
+        try:
+            return self._current_row(memory_id)[0]
+        except MemoryNotFound:
+            caller = self._caller
+            assert isinstance(memory_id, str)  # noqa: S101 - _current_row checked it
+            where = caller.filter()
+            rows = self._services.store.versions(
+                caller.tenant, caller.app, where.subjects, memory_id
+            )
+            if not rows or not where.visible(rows[-1]) or rows[-1].valid_to is None:
+                raise
+            if open_contents(caller, rows[-1], versions=rows).status != "retracted":
+                raise
+            return rows
+
     def _put_version(
         self,
         row: StoredRow,
@@ -135,15 +191,22 @@ class _Handle:
         *,
         child: bool,
         closes: int | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
     ) -> MemoryRecord:
         """Put ``row`` (closing version ``closes``) with its sealed embedding, if any, and
         return its record, built from the plaintext in hand (nothing is opened again).
 
+        ``vector`` is the text's embedding when it was made already (formation made it).
         The text passed the injection check just now, so recalls in this process need not
         check this version again.
         """
-        vector = seal_vector(self._caller, row, place, contents.text, child=child)
-        self._services.store.put(row, closes=closes, vector=vector)
+        index = embedding_index(self._caller, child=child) if row.valid_to is None else None
+        if index is not None and vector is None:
+            vector = index.embed(contents.text)
+        sealed = seal_vector(self._caller, row, place, contents.text, child=child, vector=vector)
+        self._services.store.put(row, closes=closes, vector=sealed)
+        if index is not None and vector is not None:  # formation's next neighbours know it
+            index.wrote(row.tenant, row.app, row.subject, row.memory_id, row.version, vector)
         written(self._caller, row)
         record_clean_verdict(self._services, row.tenant, row.memory_id, row.version, child)
         return to_record(self._caller, row, contents)
@@ -215,8 +278,20 @@ class _Handle:
         session_only: bool = False,
         data: BaseModel | None = None,
         language: str | None = None,
+        formation: bool = True,
+        derived_from: Sequence[str] | None = None,
     ) -> MemoryRecord:
-        """Store a new memory and return it (version 1, id ``mem_…``).
+        """Remember ``text``: formation decides how it joins what is held, and the memory
+        it wrote or found is returned.
+
+        Formation (docs/concepts.md) compares the text with the closest memories of the same
+        subject this handle may see, with no model, and sets ``record.formation``: a
+        ``duplicate`` stores nothing (the held memory is returned, and counts as used); a
+        ``supersession`` or ``refinement`` is the held memory's next version (same id,
+        version + 1); a ``contradiction`` or ``related`` text is a new memory linked to the
+        one it was compared with; a ``novel`` one is a new memory (version 1, id ``mem_…``).
+        A typed fact (``data=`` of a model with a ``fact_key``) supersedes the memory holding
+        the same key exactly. ``formation=False`` stores the text as it is.
 
         ``about`` defaults to the person acted for; ``"tenant"`` stores shared memory.
         ``source`` defaults to this agent (trust ``inferred``; the person's own handle:
@@ -224,13 +299,15 @@ class _Handle:
         agent records the agent's claim that the person said it, as ``inferred``. A tool,
         MCP, web or import source makes the memory ``untrusted`` and quarantined: only this
         session sees it until the person confirms it (shared memory: until the app confirms
-        it with ``memory.confirm_shared``). A session is this person's and this agent's: the
-        same name opened by anyone else is another session.
-        ``session_only`` memories are seen only in this session. ``data`` is a pydantic model
-        instance kept with the text and returned as that model. ``language`` (default: the
-        Memory's, English unless opened with ``language=``) is the one its words are stemmed
-        in, so recall in that language finds inflected and partial forms. The injection check
-        runs first; a flagged text raises :class:`MemoryInjectionError` and nothing is stored.
+        it with ``memory.confirm_shared``); it never replaces a memory that is not. A session
+        is this person's and this agent's: the same name opened by anyone else is another
+        session. ``session_only`` memories are seen only in this session. ``data`` is a
+        pydantic model instance kept with the text and returned as that model.
+        ``derived_from`` names the memories an insight was derived from (needs the
+        ``relations`` capability): forgetting any of them forgets it too. ``language``
+        (default: the Memory's, English unless opened with ``language=``) is the one its
+        words are stemmed in. The injection check runs first; a flagged text raises
+        :class:`MemoryInjectionError` and nothing is stored.
         """
         with self._begin("remember") as note:
             caller, services = self._caller, self._services
@@ -240,14 +317,16 @@ class _Handle:
             subject = caller.about(about)
             source = self._source(source)
             checked_labels = self._allowed_labels(validate.labels(labels))
-            if not isinstance(pinned, bool) or not isinstance(session_only, bool):
-                raise InvalidInputError("pinned and session_only are True or False.")
+            if not all(isinstance(flag, bool) for flag in (pinned, session_only, formation)):
+                raise InvalidInputError("pinned, session_only and formation are True or False.")
             if session_only and caller.session is None:
                 raise InvalidInputError(
                     "session_only needs a session: use memory.acting_for(..., session=...)."
                 )
             data = validate.data(data)
+            key_term = fact_key_term(data)
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
+            sources = self._derived_sources(derived_from, subject)
             child = subject != TENANT_SUBJECT and self._child_write()
             if child:
                 checked_labels = (*checked_labels, validate.CHILD_LABEL)
@@ -273,19 +352,224 @@ class _Handle:
                 valid_from=now if start is None else start,
                 recorded_at=now,
                 language=checked_language,
+                derived_from=tuple(memory_id for _, memory_id in sources),
             )
-            place = first_place(
-                caller, subject, pinned=pinned, created_at=now, labels=checked_labels, cap=cap
+            new = _New(subject, contents, pinned, cap, child, key_term, sources)
+            if not formation:
+                return self._write_new(new, note, None, None)
+            anchors = services.keys.anchors
+            lock = anchors.formation_lock(
+                services.anchor_scope(caller.tenant), services.anchor_subject(caller.tenant,
+                                                                             subject)
             )
-            note.memory_ids.append(place.memory_id)
-            try:
-                row = seal(caller, contents, place)
-                return self._put_version(row, place, contents, child=child)
-            except BaseException:
-                # Nothing was stored (or, if the store failed after its commit, a row nobody
-                # can open): the anchor goes, so it holds no count against the agent's cap.
-                unanchor(caller, place.memory_id)
-                raise
+            with lock:
+                for attempt in range(_FORMATION_ATTEMPTS):
+                    try:
+                        return self._form(new, data, note, explicit_start=start is not None)
+                    except MemoryConflictError:
+                        # Another writer revised the memory it was formed against: decide again.
+                        if attempt == _FORMATION_ATTEMPTS - 1:
+                            raise
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _derived_sources(
+        self, derived_from: Sequence[str] | None, subject: str
+    ) -> builtins.list[tuple[str, str]]:
+        """``(row subject, id)`` of each memory ``derived_from`` names: current, visible to
+        this handle, and (for shared memory) shared too: an insight everyone reads is never
+        derived from one person's memories."""
+        if derived_from is None:
+            return []
+        if isinstance(derived_from, str) or not isinstance(derived_from, Sequence):
+            raise InvalidInputError("derived_from is a list of memory ids.")
+        require_relations(self._caller, "derived_from")
+        found: dict[str, str] = {}
+        for memory_id in derived_from:
+            _, current = self._current_row(memory_id)
+            if subject == TENANT_SUBJECT and current.subject != TENANT_SUBJECT:
+                raise ScopeError(
+                    "Shared memory reaches everyone in the tenant, so it cannot be derived "
+                    "from a person's memories; nothing was stored."
+                )
+            found[current.memory_id] = current.subject
+        if len(found) > _MAX_DERIVED_FROM:
+            raise InvalidInputError(
+                f"derived_from names at most {_MAX_DERIVED_FROM} memories; nothing was stored."
+            )
+        return [(row_subject, memory_id) for memory_id, row_subject in found.items()]
+
+    def _form(
+        self, new: _New, data: BaseModel | None, note: AuditNote, *, explicit_start: bool
+    ) -> MemoryRecord:
+        """Decide how ``new`` joins the memories held, and write what the outcome says."""
+        caller = self._caller
+        contents = new.contents
+        vector = None
+        index = embedding_index(caller, child=new.child)
+        if index is not None:
+            vector = index.embed(contents.text)
+        leave_out = frozenset(memory_id for _, memory_id in new.sources)
+        helds: builtins.list[Held]
+        if new.key_term is not None and data is not None:
+            keyed_held = keyed(caller, new.subject, new.key_term, data)
+            if keyed_held is not None:
+                same = keyed_held.record.data == data and keyed_held.record.text == contents.text
+                outcome: FormationOutcome = "duplicate" if same else "supersession"
+                reason = "same-key-same-value" if same else "same-key"
+                decision = Decision(outcome, keyed_held.record.id, reason)
+                return self._apply(new, decision, keyed_held, note, vector, explicit_start)
+            helds = neighbours(caller, new.subject, contents.text, contents.language, vector,
+                               leave_out=leave_out)
+            decision = classify(contents.text, [held.neighbour for held in helds],
+                                language=contents.language)
+            if decision.outcome in ("duplicate", "supersession", "refinement"):
+                # Another key is another fact: it can only be related to this one.
+                decision = Decision("related", decision.target, "not-allowed")
+        else:
+            helds = neighbours(caller, new.subject, contents.text, contents.language, vector,
+                               leave_out=leave_out)
+            decision = classify(contents.text, [held.neighbour for held in helds],
+                                language=contents.language)
+        held = next((one for one in helds if one.record.id == decision.target), None)
+        return self._apply(new, decision, held, note, vector, explicit_start)
+
+    def _apply(
+        self,
+        new: _New,
+        decision: Decision,
+        held: Held | None,
+        note: AuditNote,
+        vector: npt.NDArray[np.float32] | None,
+        explicit_start: bool,
+    ) -> MemoryRecord:
+        """Write what ``decision`` says; an outcome the walls forbid becomes ``related``."""
+        contents = new.contents
+        if held is None or decision.outcome == "novel":
+            return self._write_new(new, note, Decision("novel", None, decision.reason), None,
+                                   vector=vector)
+        current = held.row
+        changes = decision.outcome in ("duplicate", "supersession", "refinement")
+        allowed = (
+            # Text from a tool or the web never changes what others rely on, and a memory
+            # kept to one session is not changed from outside it.
+            (contents.trust is not Trust.UNTRUSTED or current.trust == Trust.UNTRUSTED.value)
+            and contents.session_only == current.session_only
+            and (not explicit_start or contents.valid_from >= current.valid_from)
+            and contents.kind.value == current.kind
+        )
+        if changes and not allowed:
+            if decision.outcome == "duplicate" and contents.trust is Trust.UNTRUSTED:
+                return self._duplicate(decision, held, note, reinforce=False)
+            decision = Decision("related", decision.target, "not-allowed")
+        if decision.outcome == "duplicate":
+            return self._duplicate(decision, held, note, reinforce=True)
+        formed = Formation(outcome=decision.outcome, target=held.record.id,
+                           reason=decision.reason)
+        if decision.outcome in ("supersession", "refinement"):
+            text = contents.text
+            if decision.outcome == "refinement":
+                text = refined_text(held.record.text, contents.text, contents.language)
+            note.memory_ids.append(current.memory_id)
+            note.extra.append(("formation", decision.outcome))
+            record = self._next_version(
+                current.memory_id,
+                text,
+                kind=contents.kind,
+                source=contents.source,
+                start=contents.valid_from if explicit_start else None,
+                labels=contents.labels,
+                data=(contents.data, contents.data_type),
+                language=contents.language,
+                formation=formed,
+                key_term=new.key_term,
+                vector=vector if text == contents.text else None,
+            )
+            self._link(record, current.subject)
+            return record
+        return self._write_new(new, note, decision, held, vector=vector)
+
+    def _duplicate(
+        self, decision: Decision, held: Held, note: AuditNote, *, reinforce: bool
+    ) -> MemoryRecord:
+        caller = self._caller
+        note.memory_ids.append(held.record.id)
+        note.extra.append(("formation", "duplicate"))
+        if reinforce:  # the repeat counts as one use, as a recall that returned it would
+            count_uses(caller, [(held.record, held.row.subject)], now=self._services.now())
+        formed = Formation(outcome="duplicate", target=held.record.id, reason=decision.reason)
+        return held.record.model_copy(update={"formation": formed})
+
+    def _write_new(
+        self,
+        new: _New,
+        note: AuditNote,
+        decision: Decision | None,
+        held: Held | None,
+        *,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> MemoryRecord:
+        """Store ``new`` as a new memory (version 1), linked as ``decision`` says."""
+        caller = self._caller
+        contents = new.contents
+        if decision is not None:
+            formed = Formation(outcome=decision.outcome, target=decision.target,
+                               reason=decision.reason)
+            contents = dataclasses.replace(contents, formation=formed)
+            note.extra.append(("formation", decision.outcome))
+            if decision.target is not None:
+                note.memory_ids.append(decision.target)
+        place = first_place(
+            caller,
+            new.subject,
+            pinned=new.pinned,
+            created_at=contents.recorded_at,
+            labels=contents.labels,
+            cap=new.cap,
+        )
+        note.memory_ids.insert(0, place.memory_id)
+        row_subject = TENANT_SUBJECT if new.subject == TENANT_SUBJECT else caller.pseudonym()
+        try:
+            if new.sources:  # before the row: an insight is never stored unlinked
+                add_links(
+                    caller,
+                    [(place.memory_id, source, row_subject, "derived_from", None)
+                     for _, source in new.sources],
+                    subjects={},
+                    now=contents.recorded_at,
+                )
+            row = seal(caller, contents, place, extra_terms=_terms(new.key_term))
+            record = self._put_version(row, place, contents, child=new.child, vector=vector)
+        except BaseException:
+            # Nothing was stored (or, if the store failed after its commit, a row nobody
+            # can open): the anchor goes, so it holds no count against the agent's cap.
+            unanchor(caller, place.memory_id)
+            raise
+        if decision is None:
+            return record  # formation=False: the text as it is, no links, no entities
+        links: builtins.list[LinkSpec] = []
+        if held is not None and relation_store(caller) is not None:
+            kind: LinkKind = "contradicts" if decision.outcome == "contradiction" else "related"
+            links.append((place.memory_id, held.record.id, row_subject, kind, None))
+        self._link(record, row_subject, links, back={held.record.id: held.row.subject}
+                   if held is not None else {})
+        return record
+
+    def _link(
+        self,
+        record: MemoryRecord,
+        row_subject: str,
+        links: builtins.list[LinkSpec] | None = None,
+        *,
+        back: dict[str, str] | None = None,
+    ) -> None:
+        """Store ``links`` and the entities ``record`` mentions (:mod:`._entities`), in one
+        step; nothing on a driver without ``relations``."""
+        caller = self._caller
+        if relation_store(caller) is None:
+            return
+        every = [*(links or []), *mention_links(caller, record, row_subject)]
+        if every:
+            add_links(caller, every, subjects=back or {}, now=record.recorded_at)
 
     def revise(
         self,
@@ -303,70 +587,108 @@ class _Handle:
 
         Unset arguments keep the current version's kind, labels and language; ``data``
         belongs to the text it comes with, so it is not carried over. A revision never raises
-        trust above the current version's unless the person's own handle writes it. Raises
-        :class:`MemoryConflictError` if another writer revised it first.
+        trust above the current version's unless the person's own handle writes it, and it
+        ends a dispute (``status`` is ``active`` again). Raises :class:`MemoryConflictError`
+        if another writer revised it first.
         """
         with self._begin("revise", [memory_id]):
-            caller, services = self._caller, self._services
-            text = validate.text(text, services.settings.max_text_chars)
+            text = validate.text(text, self._services.settings.max_text_chars)
             given_language = None if language is None else self._language(language)
-            rows, current = self._current_row(memory_id)
-            held = open_contents(caller, current)  # its columns are checked before they count
-            check_versions(rows)
-            first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
-            checked_kind = Kind(current.kind) if kind is None else validate.kind(kind)
-            checked_labels = self._keep_policy_labels(
-                self._allowed_labels(current.labels if labels is None else validate.labels(labels)),
-                first.labels,
-                current,
-            )
+            checked_kind = None if kind is None else validate.kind(kind)
+            checked_labels = None if labels is None else validate.labels(labels)
             source = self._source(source)
             data = validate.data(data)
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
-            if start is not None and start < current.valid_from:
-                raise InvalidInputError(
-                    "valid_from of a revision cannot be before the current version's valid_from."
-                )
-            trust = revised_trust(
-                caller, source, current.trust, shared=current.subject == TENANT_SUBJECT
-            )
-            if trust is Trust.UNTRUSTED and current.trust != Trust.UNTRUSTED.value:
-                # The version would be quarantined in the session of the memory's writer, not
-                # the reviser's, and hide the text everyone sees: text from a tool, MCP
-                # server, web page or import never replaces a memory others rely on.
-                raise ScopeError(
-                    "Text from a tool, MCP server, web page or import cannot replace a memory "
-                    "that is not quarantined; nothing was changed. Remember it as a new memory "
-                    "(quarantined in this session) instead."
-                )
-            child = validate.CHILD_LABEL in checked_labels
-            check_injection(services, text, child=child)
-            check_write(caller, new_personal_memory=False)
-            now = services.now()
-            if start is None:
-                start = max(now, current.valid_from)  # a future-dated version closes later
-            fields, data_type = self._data_fields(data)
-            contents = Contents(
-                text=text,
+            record = self._next_version(
+                memory_id,
+                text,
                 kind=checked_kind,
-                labels=checked_labels,
                 source=source,
-                trust=trust,
-                agent=current.agent,
-                author=caller.agent,
-                confirmed_by=self._confirmed_by(trust),
-                data=fields,
-                data_type=data_type,
-                session=held.session,
-                session_token=current.session,
-                session_only=current.session_only,
-                valid_from=start,
-                recorded_at=now,
-                language=held.language if given_language is None else given_language,
+                start=start,
+                labels=checked_labels,
+                data=self._data_fields(data),
+                language=given_language,
+                key_term=fact_key_term(data),
             )
-            place = next_place(caller, current)
-            row = seal(caller, contents, place)
-            return self._put_version(row, place, contents, child=child, closes=current.version)
+            self._link(record, caller_row_subject(self._caller, record))
+            return record
+
+    def _next_version(
+        self,
+        memory_id: str,
+        text: str,
+        *,
+        kind: Kind | None,
+        source: Source,
+        start: datetime | None,
+        labels: tuple[str, ...] | None,
+        data: tuple[dict[str, Any] | None, str | None],
+        language: str | None,
+        formation: Formation | None = None,
+        key_term: str | None = None,
+        vector: npt.NDArray[np.float32] | None = None,
+    ) -> MemoryRecord:
+        """Write the memory's next version (``revise``, and formation's supersessions and
+        refinements): checked as ``revise`` documents, closing the current one."""
+        caller, services = self._caller, self._services
+        rows, current = self._current_row(memory_id)
+        held = open_contents(caller, current)  # its columns are checked before they count
+        check_versions(rows)
+        first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
+        checked_kind = Kind(current.kind) if kind is None else kind
+        checked_labels = self._keep_policy_labels(
+            self._allowed_labels(current.labels if labels is None else labels),
+            first.labels,
+            current,
+        )
+        if start is not None and start < current.valid_from:
+            raise InvalidInputError(
+                "valid_from of a revision cannot be before the current version's valid_from."
+            )
+        trust = revised_trust(
+            caller, source, current.trust, shared=current.subject == TENANT_SUBJECT
+        )
+        if trust is Trust.UNTRUSTED and current.trust != Trust.UNTRUSTED.value:
+            # The version would be quarantined in the session of the memory's writer, not
+            # the reviser's, and hide the text everyone sees: text from a tool, MCP
+            # server, web page or import never replaces a memory others rely on.
+            raise ScopeError(
+                "Text from a tool, MCP server, web page or import cannot replace a memory "
+                "that is not quarantined; nothing was changed. Remember it as a new memory "
+                "(quarantined in this session) instead."
+            )
+        child = validate.CHILD_LABEL in checked_labels
+        check_injection(services, text, child=child)
+        check_write(caller, new_personal_memory=False)
+        now = services.now()
+        if start is None:
+            start = max(now, current.valid_from)  # a future-dated version closes later
+        fields, data_type = data
+        contents = Contents(
+            text=text,
+            kind=checked_kind,
+            labels=checked_labels,
+            source=source,
+            trust=trust,
+            agent=current.agent,
+            author=caller.agent,
+            confirmed_by=self._confirmed_by(trust),
+            data=fields,
+            data_type=data_type,
+            session=held.session,
+            session_token=current.session,
+            session_only=current.session_only,
+            valid_from=start,
+            recorded_at=now,
+            language=held.language if language is None else language,
+            formation=formation,
+            derived_from=held.derived_from,
+        )
+        place = next_place(caller, current)
+        row = seal(caller, contents, place, extra_terms=_terms(key_term))
+        return self._put_version(
+            row, place, contents, child=child, closes=current.version, vector=vector
+        )
 
     def _set_pinned(self, operation: str, memory_id: str, pinned: bool) -> MemoryRecord:
         with self._begin(operation, [memory_id]):
@@ -409,14 +731,29 @@ class _Handle:
     def _erase_memory(
         self, subject: str, memory_id: str, *, request: ForgetRequest | None
     ) -> _receipts.Receipt:
+        """Erase the memory, every insight derived from it (transitively), every link to or
+        from them and every entity only they named; one receipt lists it all."""
         caller, services = self._caller, self._services
         tenant_id = caller.tenant
-        result = services.erase_memory(tenant_id, subject, memory_id, person=caller.person)
-        # Pending requests about the erased memory go too: no id of it stays behind. They are
-        # filed under the person the asking agent acted for (shared memory: anyone's).
+        derived = derived_closure(caller, memory_id)
+        erased = [(subject, memory_id), *derived]
+        ids = [one for _, one in erased]
+        links = sorted({link.key for link, _ in stored_links(caller, ids)})
+        named = {one: mentioned(caller, one) for one in ids}
+        version_ids: builtins.list[str] = []
+        mode = "hard"
+        for row_subject, one in erased:
+            result = services.erase_memory(tenant_id, row_subject, one, person=caller.person)
+            version_ids += [f"{one}.v{v}" for v in result.versions]
+            mode = "soft" if result.mode == "soft" else mode
+        entities: builtins.list[str] = []
+        for row_subject, one in erased:
+            entities += drop_unmentioned(caller, row_subject, named[one])
+        # Pending requests about the erased memories go too: no id of them stays behind.
+        # They are filed under the person the asking agent acted for (shared: anyone's).
         prefix = "forget/" if subject == TENANT_SUBJECT else requests_prefix(caller.pseudonym())
         for key, document in services.control.list(tenant_id, prefix):
-            if document.get("memory_id") == memory_id:
+            if document.get("memory_id") in ids:
                 services.control.put(tenant_id, key, None)
         claims: dict[str, Any] = {
             "op": "forget",
@@ -425,15 +762,228 @@ class _Handle:
             "about": TENANT_SUBJECT if subject == TENANT_SUBJECT else caller.person,
             "agent": caller.agent if request is None else request.agent,
             "memory_id": memory_id,
-            "version_ids": [f"{memory_id}.v{v}" for v in result.versions],
+            "version_ids": version_ids,
             "driver": services.driver.name,
-            "erase": result.mode,
+            "erase": mode,
             "copies": "unopenable",
         }
+        if relation_store(caller) is not None:
+            claims["derived_ids"] = [one for _, one in derived]
+            claims["link_keys"] = links
+            claims["entity_ids"] = sorted(set(entities))
         if request is not None:
             claims["request"] = request.id
             claims["approved_by"] = PERSON_AGENT
         return services.issue_receipt(tenant_id, claims)
+
+    # -- revision operations ----------------------------------------------------------------
+
+    def _rewrite(
+        self,
+        memory_id: str,
+        *,
+        status: MemoryStatus,
+        revision: Revision,
+        text: str | None = None,
+    ) -> MemoryRecord:
+        """Write the memory's next version with what it says unchanged but ``status`` and
+        ``revision`` (and ``text``, for a merge); a retraction is written closed."""
+        caller, services = self._caller, self._services
+        rows, current = self._current_row(memory_id)
+        held = open_contents(caller, current)
+        check_versions(rows)
+        first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
+        if text is not None:
+            check_injection(services, text, child=validate.CHILD_LABEL in held.labels)
+        check_write(caller, new_personal_memory=False)
+        now = services.now()
+        contents = dataclasses.replace(
+            held,
+            text=held.text if text is None else text,
+            labels=self._keep_policy_labels(held.labels, first.labels, current),
+            author=caller.agent,
+            recorded_at=now,
+            valid_from=max(now, current.valid_from),
+            formation=None,
+            status=status,
+            revision=revision,
+            confirmed_by=held.confirmed_by if text is None else None,
+        )
+        if text is not None and contents.trust is Trust.CONFIRMED and not caller.is_person:
+            contents = dataclasses.replace(contents, trust=Trust.INFERRED)
+        place = next_place(caller, current)
+        row = seal(caller, contents, place)
+        child = validate.CHILD_LABEL in contents.labels
+        return self._put_version(row, place, contents, child=child, closes=current.version)
+
+    def contest(self, memory_id: str) -> MemoryRecord:
+        """Mark the memory disputed: its next version says the same with ``status
+        "disputed"``, recall and context show it so, until a revision or a confirmation."""
+        with self._begin("contest", [memory_id]):
+            return self._rewrite(memory_id, status="disputed", revision=Revision(op="contest"))
+
+    def retract(self, memory_id: str) -> MemoryRecord:
+        """Close the memory with no successor: a last version, ``status "retracted"``,
+        closed as it is written. Reads leave it out from now on (``as_of`` before it still
+        sees what was held then); ``history`` shows every version, and the person can still
+        forget it. Returns the retracting version."""
+        with self._begin("retract", [memory_id]):
+            return self._rewrite(memory_id, status="retracted", revision=Revision(op="retract"))
+
+    def merge(
+        self, memory_id: str, others: Sequence[str], *, text: str | None = None
+    ) -> MemoryRecord:
+        """Merge ``others`` into ``memory_id``: its next version holds ``text`` (default:
+        its text and theirs, joined) and names them (``revision.memories``), a
+        ``supersedes`` link goes to each, and each of them is retracted with a last version
+        that names ``memory_id``. All must be memories of one subject this handle may see."""
+        with self._begin("merge", [memory_id]) as note:
+            caller = self._caller
+            if isinstance(others, str) or not isinstance(others, Sequence) or not others:
+                raise InvalidInputError("others is a non-empty list of memory ids.")
+            _, survivor = self._current_row(memory_id)
+            absorbed: dict[str, tuple[StoredRow, Contents]] = {}
+            for other in others:
+                _, row = self._current_row(other)
+                if row.memory_id == survivor.memory_id:
+                    raise InvalidInputError("A memory cannot be merged into itself.")
+                if row.subject != survivor.subject:
+                    raise ScopeError(
+                        "Only memories about the same person (or all shared) merge; nothing "
+                        "was changed."
+                    )
+                absorbed[row.memory_id] = (row, open_contents(caller, row))
+            merged = text
+            if merged is None:
+                parts = [open_contents(caller, survivor).text]
+                parts += [contents.text for _, contents in absorbed.values()]
+                merged = " ".join(part.strip() for part in parts)
+            merged = validate.text(merged, self._services.settings.max_text_chars)
+            require_relations(caller, "merge")
+            note.memory_ids.extend(absorbed)
+            add_links(
+                caller,
+                [(survivor.memory_id, other, survivor.subject, "supersedes", None)
+                 for other in absorbed],
+                subjects={},
+                now=self._services.now(),
+            )
+            record = self._rewrite(
+                memory_id,
+                status="active",
+                revision=Revision(op="merge", memories=tuple(absorbed)),
+                text=merged,
+            )
+            for other in absorbed:
+                self._rewrite(
+                    other,
+                    status="retracted",
+                    revision=Revision(op="merge", memories=(survivor.memory_id,)),
+                )
+            self._link(record, survivor.subject)
+            return record
+
+    def links(self, memory_id: str) -> builtins.list[Link]:
+        """The memory's relations (:class:`Link`): what it was derived from and what was
+        derived from it, what it is related to or contradicts, what it absorbed and the
+        entities it mentions; only links whose other memory this handle may see. Needs
+        the ``relations`` capability."""
+        with self._begin("links", [memory_id]) as note:
+            caller = self._caller
+            require_relations(caller, "links")
+            _, current = self._current_row(memory_id)
+            found = links_of(caller, current.memory_id)
+            others = sorted(
+                {link.target for link in found if link.target.startswith("mem_")}
+            )
+            visible = {row.memory_id for row in self._visible_rows(others, current=False)}
+            kept = [
+                link for link in found if not link.target.startswith("mem_")
+                or link.target in visible
+            ]
+            note.count = len(kept)
+            return kept
+
+    def _contradictions(
+        self, records: Sequence[MemoryRecord]
+    ) -> dict[str, builtins.list[MemoryRecord]]:
+        """For each of ``records``, the current memories this handle may see that
+        contradict it (opened, screened like every recalled memory)."""
+        caller = self._caller
+        if relation_store(caller) is None or not records:
+            return {}
+        ids = [record.id for record in records]
+        pairs = [
+            (link.source, link.target)
+            for link, kind in stored_links(caller, ids)
+            if kind == "contradicts" and link.source in ids
+        ]
+        if not pairs:
+            return {}
+        held = {record.id: record for record in records}
+        wanted = sorted({target for _, target in pairs if target not in held})
+        held.update(self._open_visible(wanted))
+        out: dict[str, builtins.list[MemoryRecord]] = {}
+        for source, target in pairs:
+            if target in held:
+                out.setdefault(source, []).append(held[target])
+        return out
+
+    def _open_visible(self, memory_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The current versions of ``memory_ids`` this handle may see, opened and screened."""
+        caller = self._caller
+        rows = self._visible_rows(memory_ids)
+        opened = leave_out_tampered(caller, rows, lambda row: open_record(caller, row))
+        return {record.id: record for record in screen(caller, opened)}
+
+    def _mentioning(self, entity: object) -> frozenset[str]:
+        """The ids of the memories that mention ``entity`` (resolved in the caller's scopes)."""
+        caller = self._caller
+        require_relations(caller, "recall(entity=...)")
+        ids = resolve(caller, entity)
+        return frozenset(
+            link.source for link, kind in stored_links(caller, ids)
+            if kind == "mentions" and link.target in ids
+        )
+
+    def _visible_rows(
+        self, memory_ids: Sequence[str], *, current: bool = True
+    ) -> builtins.list[StoredRow]:
+        """The last rows of ``memory_ids`` this handle may see (unopened): current ones, or
+        with ``current=False`` also the last of one closed since (retracted, merged)."""
+        caller = self._caller
+        where = caller.filter()
+        rows: builtins.list[StoredRow] = []
+        for memory_id in memory_ids:
+            try:
+                stored = self._services.store.versions(
+                    caller.tenant, caller.app, where.subjects, memory_id
+                )
+            except DamagedMemoryError:
+                continue
+            if stored and (where.matches if current else where.visible)(stored[-1]):
+                rows.append(stored[-1])
+        return rows
+
+    def entities(self) -> builtins.list[Entity]:
+        """The entities the memories this handle may see mention: people, places,
+        organisations, projects and tools, each with its canonical name, aliases and how many
+        of those memories mention it, most mentioned first. Needs ``relations``."""
+        with self._begin("entities") as note:
+            caller = self._caller
+            require_relations(caller, "entities")
+            where = caller.filter()
+            visible: set[str] = set()
+            after: tuple[datetime, str] | None = None
+            while True:
+                rows = self._services.store.list(where, limit=500, after=after)
+                visible.update(row.memory_id for row in rows)
+                if len(rows) < 500:
+                    break
+                after = (rows[-1].created_at, rows[-1].memory_id)
+            found = entities_of(caller, where.subjects, visible)
+            note.count = len(found)
+            return found
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -452,7 +1002,7 @@ class _Handle:
         with self._begin("history", [memory_id]) as note:
             if not self._services.store.capabilities.time_travel:
                 raise MemoryCapabilityError("time_travel")
-            rows, _ = self._current_row(memory_id)
+            rows = self._history_rows(memory_id)
             where = self._caller.filter()
             check_versions(rows)
             visible = [row for row in rows if where.visible(row)]
@@ -510,6 +1060,7 @@ class _Handle:
         mode: RecallMode = "auto",
         ranking: Ranking = "signals",
         language: str | None = None,
+        entity: str | None = None,
     ) -> builtins.list[Hit]:
         """The memories that best match ``query``, best first, each with a score in [0, 1].
 
@@ -527,10 +1078,15 @@ class _Handle:
         :meth:`feedback` move a memory up or down a little; ``"relevance"`` turns every
         signal off. Each returned memory counts as used (``context`` does not count).
         ``language`` (default: the Memory's) is the one the query's words are stemmed in; it
-        finds the memories written in it. Memories the injection check flags are left out
-        (and audited by id).
+        finds the memories written in it. ``entity`` (a name, an alias or an ``ent_…`` id;
+        needs ``relations``) narrows the recall to the memories that mention it. Memories
+        the injection check flags are left out (and audited by id).
         """
         with self._begin("recall") as note:
+            narrowed = None if entity is None else self._mentioning(entity)
+            if narrowed is not None and not narrowed:
+                note.count = 0
+                return []
             hits = recall(
                 self._caller,
                 query,
@@ -542,6 +1098,7 @@ class _Handle:
                 count_uses=True,
                 language=self._language(language),
                 note=note,
+                memory_ids=narrowed,
             )
             note.memory_ids.extend(hit.record.id for hit in hits)
             note.count = len(hits)
@@ -558,7 +1115,10 @@ class _Handle:
         """One untrusted-data block for a user message: pinned memories first, then matches.
 
         Every memory's text is escaped so nothing inside it can close the block or forge an
-        entry; with ``max_chars`` whole entries are dropped from the end to fit.
+        entry; with ``max_chars`` whole entries are dropped from the end to fit. A memory that
+        contradicts one in the block follows it, and both are marked (``contradicts="…"``),
+        so the model sees the disagreement instead of one side; a contested memory is marked
+        ``status="disputed"``.
         """
         with self._begin("context") as note:
             max_chars = check_max_chars(max_chars)
@@ -571,7 +1131,11 @@ class _Handle:
                 language=self._language(language),
                 note=note,
             )
-            block, ids = assemble(pinned_records(self._caller), hits, max_chars=max_chars)
+            pinned = pinned_records(self._caller)
+            shown = [*pinned, *(hit.record for hit in hits)]
+            block, ids = assemble(
+                pinned, hits, max_chars=max_chars, contradictions=self._contradictions(shown)
+            )
             note.memory_ids.extend(ids)
             note.count = len(ids)
             return block
@@ -741,6 +1305,34 @@ class PersonMemory(_Handle):
             note.extra.append(("request", request.id))
             self._services.control.put(self._caller.tenant, key, None)
             return request.model_copy(update={"status": "rejected"})
+
+
+#: The most memories one insight is derived from.
+_MAX_DERIVED_FROM = 64
+#: How many times formation decides again when another writer revised its target meanwhile.
+_FORMATION_ATTEMPTS = 3
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _New:
+    """A checked text about to be remembered, and what writing it as a new memory needs."""
+
+    subject: str
+    contents: Contents
+    pinned: bool
+    cap: int | None
+    child: bool
+    key_term: str | None
+    sources: builtins.list[tuple[str, str]]
+
+
+def _terms(key_term: str | None) -> tuple[str, ...]:
+    return () if key_term is None else (key_term,)
+
+
+def caller_row_subject(caller: Caller, record: MemoryRecord) -> str:
+    """The subject the store keeps ``record`` under: the caller's pseudonym, or the tenant."""
+    return TENANT_SUBJECT if record.scope.about == TENANT_SUBJECT else caller.pseudonym()
 
 
 def caller_of(handle: ScopedMemory | PersonMemory) -> Caller:

@@ -19,15 +19,26 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ValidationError
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import IntegrityError, InvalidInputError, SealError
 from mainsdk_memory._integrity import anchor_new, anchor_of, anchored_pin
-from mainsdk_memory._records import Kind, MemoryRecord, Scope, Source, Trust
+from mainsdk_memory._records import (
+    Formation,
+    Kind,
+    MemoryRecord,
+    MemoryStatus,
+    Revision,
+    Scope,
+    Source,
+    Trust,
+)
 from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language, index_terms
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
@@ -108,6 +119,16 @@ class Contents:
     recorded_at: datetime
     language: str = DEFAULT_LANGUAGE
     """The language its index terms were made in (:mod:`mainsdk_memory._text`)."""
+    formation: Formation | None = None
+    """How ``remember`` formed this version, when it did."""
+    status: MemoryStatus = "active"
+    revision: Revision | None = None
+    derived_from: tuple[str, ...] = ()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the version is written closed (a retraction: no version follows it)."""
+        return self.status == "retracted"
 
     def payload(self) -> dict[str, Any]:
         """The JSON document that is sealed (the token only where it is not the name, so a
@@ -132,6 +153,15 @@ class Contents:
             document["session_token"] = self.session_token
         if self.language != DEFAULT_LANGUAGE:  # English versions seal as they always did
             document["language"] = self.language
+        # Each of these only where it says something, so plain versions seal as before.
+        if self.formation is not None:
+            document["formation"] = self.formation.model_dump(mode="json")
+        if self.status != "active":
+            document["status"] = self.status
+        if self.revision is not None:
+            document["revision"] = self.revision.model_dump(mode="json")
+        if self.derived_from:
+            document["derived_from"] = list(self.derived_from)
         return document
 
 
@@ -222,8 +252,13 @@ def vector_ad(caller: Caller, subject: str, memory_id: str, version: int) -> byt
     )
 
 
-def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
-    """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous."""
+def seal(
+    caller: Caller, contents: Contents, place: Place, *, extra_terms: Sequence[str] = ()
+) -> StoredRow:
+    """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous.
+
+    ``extra_terms`` are index terms no word gives (a typed fact's key): blinded and held by
+    the row, counted in no document length, so no BM25 score changes."""
     keys = caller.services.subject_keys(caller.tenant, place.subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     sealed = keys.seal_memory(
@@ -236,6 +271,8 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
     for term in terms:
         token = keys.blind(term)
         counts[token] = counts.get(token, 0) + 1
+    for term in extra_terms:
+        counts[keys.blind(term)] = 1
     return StoredRow(
         tenant=caller.tenant,
         app=caller.app,
@@ -252,7 +289,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
         created_at=place.created_at,
         recorded_at=contents.recorded_at,
         valid_from=contents.valid_from,
-        valid_to=None,
+        valid_to=contents.valid_from if contents.closed else None,
         sealed=sealed,
         terms=counts,
         length=len(terms),
@@ -272,7 +309,11 @@ def open_contents(
     subject, keys = _keys_of(caller, row)
     anchor = anchor_of(caller, row)
     contents = _decrypt(caller, row, subject, keys, anchor.salt)
-    if row.valid_to is not None:
+    if contents.closed:
+        # A retraction is sealed closed at its own start; no version follows it.
+        if row.valid_to != contents.valid_from:
+            raise IntegrityError(row.memory_id)
+    elif row.valid_to is not None:
         rows = versions
         if rows is None:
             rows = caller.services.store.versions(
@@ -324,6 +365,10 @@ def _decrypt(
             valid_from=datetime.fromisoformat(payload["valid_from"]),
             recorded_at=datetime.fromisoformat(payload["recorded_at"]),
             language=check_language(payload.get("language", DEFAULT_LANGUAGE)),
+            formation=_optional(Formation, payload.get("formation")),
+            status=_status(payload.get("status", "active")),
+            revision=_optional(Revision, payload.get("revision")),
+            derived_from=tuple(str(one) for one in payload.get("derived_from", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError, InvalidInputError):
         raise SealError from None
@@ -341,6 +386,19 @@ def _decrypt(
         # The driver's plain columns disagree with what was sealed: someone edited them.
         raise SealError
     return contents
+
+
+_Model = TypeVar("_Model", Formation, Revision)
+
+
+def _optional(model: type[_Model], value: object) -> _Model | None:
+    return None if value is None else model.model_validate(value)
+
+
+def _status(value: object) -> MemoryStatus:
+    if value == "active" or value == "disputed" or value == "retracted":
+        return value
+    raise ValueError("status")
 
 
 def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecord:
@@ -378,6 +436,10 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
         confirmed_by=contents.confirmed_by,
         author=contents.author,
         language=contents.language,
+        formation=contents.formation,
+        status=contents.status,
+        revision=contents.revision,
+        derived_from=contents.derived_from,
     )
 
 
@@ -401,17 +463,25 @@ def embedding_index(caller: Caller, *, child: bool) -> VectorIndex | None:
 
 
 def seal_vector(
-    caller: Caller, row: StoredRow, place: Place, text: str, *, child: bool
+    caller: Caller,
+    row: StoredRow,
+    place: Place,
+    text: str,
+    *,
+    child: bool,
+    vector: npt.NDArray[np.float32] | None = None,
 ) -> bytes | None:
-    """``text``'s embedding sealed for ``row``'s version (at ``place``), or ``None``."""
+    """``text``'s embedding sealed for ``row``'s version (at ``place``), or ``None``;
+    ``vector`` is the embedding when it was made already."""
     index = embedding_index(caller, child=child)
-    if index is None:
-        return None
+    if index is None or (row.valid_to is not None and vector is None):
+        return None  # no embedder, a child, or a version written closed (never ranked)
     subject = caller.subject_of(row)
     keys = caller.services.subject_keys(caller.tenant, subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     ad = vector_ad(caller, subject, row.memory_id, row.version)
-    return index.seal(index.embed(text), lambda plain: keys.seal_memory(place.salt, plain, ad))
+    embedded = index.embed(text) if vector is None else vector
+    return index.seal(embedded, lambda plain: keys.seal_memory(place.salt, plain, ad))
 
 
 def open_vector(caller: Caller, entry: VectorEntry) -> bytes:

@@ -24,7 +24,7 @@ subjects are kept.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Container, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
@@ -44,6 +44,8 @@ CANDIDATES: Final = 50
 MAX_SUBJECTS: Final = 64
 #: Recalls of one subject after which vectors no driver call returned since are dropped.
 PRUNE_EVERY: Final = 64
+#: How many of its own newest vectors per subject this process keeps for :meth:`nearest`.
+MAX_RECENT: Final = 256
 
 _FORMAT: Final = b"\x01"
 
@@ -121,6 +123,9 @@ class _Stack:
     state: Hashable | None = None
     """The driver's :meth:`VectorSource.vector_state` read just before ``entries``: while it
     is unchanged, a recall does not read the vectors at all."""
+    serial: int = 0
+    """:attr:`VectorIndex._serial` when ``entries`` were read: every vector this process
+    wrote until then is in them."""
 
 
 @dataclass
@@ -144,6 +149,7 @@ def _view(where: Filter) -> tuple[object, ...]:
         where.pinned,
         where.written_by,
         where.any_session,
+        where.memory_ids,
     )
 
 
@@ -157,6 +163,13 @@ class VectorIndex:
         self._known: set[tuple[str, int]] = set()
         """Every ``(memory id, version)`` opened in any cached subject (ids are unique)."""
         self._stacks: OrderedDict[tuple[object, ...], _Stack] = OrderedDict()
+        self._serial = 0
+        """How many vectors this process has written (:meth:`wrote`)."""
+        self._recent: dict[
+            tuple[str, str, str], deque[tuple[int, Key, npt.NDArray[np.float32]]]
+        ] = {}
+        """Per subject, the last :data:`MAX_RECENT` vectors this process wrote, with their
+        serial: :meth:`nearest` ranks those newer than a held stack beside it."""
 
     @property
     def name(self) -> str:
@@ -216,6 +229,59 @@ class VectorIndex:
         if pairs:
             self._stacks.clear()
 
+    def wrote(
+        self, tenant: str, app: str, subject: str, memory_id: str, version: int,
+        vector: npt.NDArray[np.float32],
+    ) -> None:
+        """Note a vector this process just stored, for :meth:`nearest` (a bounded list: past
+        :data:`MAX_RECENT`, the subject's stacks are read again instead)."""
+        with self._lock:
+            self._serial += 1
+            recent = self._recent.setdefault((tenant, app, subject), deque(maxlen=MAX_RECENT))
+            recent.append((self._serial, (subject, memory_id, version), vector))
+
+    def nearest(
+        self,
+        driver: VectorSource,
+        where: Filter,
+        query: npt.NDArray[np.float32],
+        depth: int,
+        opener: Callable[[VectorEntry], bytes | None],
+    ) -> Ranked:
+        """Like :meth:`rank`, for formation at write: a view whose matrix is held is ranked
+        as it is, beside the vectors this process wrote since (:meth:`wrote`), without asking
+        the driver whether anything changed (a write changes it every time, and reading
+        every vector of the person again is what a write must not pay). A newer version
+        outranks an older one of the same memory; versions closed since are left out by the
+        caller, which reads the rows. What another process wrote since is not among them:
+        the text search finds those (ADR 0086)."""
+        with self._lock:
+            stack = self._stacks.get(_view(where))
+            recent = []
+            complete = stack is not None
+            for subject in where.subjects:
+                written = self._recent.get((where.tenant, where.app, subject), deque())
+                if stack is not None and written and written[0][0] > stack.serial + 1:
+                    complete = False  # more was written since than is kept: read again
+                recent += [(key, vector) for serial, key, vector in written
+                           if stack is not None and serial > stack.serial]
+        if stack is None or not complete:
+            return self.rank(driver, where, query, depth, opener)
+        keys = list(stack.keys)
+        scores: list[float] = []
+        if stack.matrix is not None:
+            scores = [float(score) for score in stack.matrix @ query]
+        for key, vector in recent:
+            keys.append(key)
+            scores.append(float(vector @ query))
+        best: dict[str, tuple[float, Key]] = {}
+        for key, score in zip(keys, scores, strict=True):
+            held = best.get(key[1])
+            if held is None or key[2] > held[1][2]:
+                best[key[1]] = (score, key)
+        ranked = sorted(best.values(), key=lambda item: -item[0])[:depth]
+        return Ranked([(key, score) for score, key in ranked], stack.foreign)
+
     def discard(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
         """Drop every opened version of ``memory_id`` (it was erased here)."""
         with self._lock:
@@ -264,6 +330,7 @@ class VectorIndex:
             stack = self._stacks.get(view)
             state = driver.vector_state(where)
             if stack is None or state is None or stack.state != state:
+                serial = self._serial  # what this process wrote until now is in the read
                 entries = driver.vectors(where, known=self._known)
                 if stack is None or stack.entries != entries:
                     stack = self._stack(entries, caches, opener)
@@ -271,6 +338,7 @@ class VectorIndex:
                     while len(self._stacks) > MAX_SUBJECTS:
                         self._stacks.popitem(last=False)
                 stack.state = state
+                stack.serial = serial
             self._stacks.move_to_end(view)
             for subject, cache in caches.items():
                 cache.calls += 1

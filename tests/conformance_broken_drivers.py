@@ -7,7 +7,9 @@ can be, so the liars outlive a rewrite of its internals (only the lost update ne
 
 The vector liars change one thing about :class:`LocalVectorsDriver`, the local driver with
 honest vectors kept in memory beside it. Liars about anything else declare ``vectors=False``
-(when their lie would also reach vectors), so the suite blames only their lie.
+(when their lie would also reach vectors), so the suite blames only their lie. The relation
+liars change one thing about the local driver's links, read through its public methods and
+its documented ``_links`` folder (one folder per subject with links).
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import MemoryConflictError, StoreError
-from mainsdk_memory.drivers import EraseResult, Filter, StoredRow, VectorEntry, bm25_rank
+from mainsdk_memory.drivers import (
+    EraseResult,
+    Filter,
+    StoredLink,
+    StoredRow,
+    VectorEntry,
+    bm25_rank,
+)
 from mainsdk_memory.drivers.local import LocalDriver
 
 #: The local driver's declaration, without vectors: for liars whose lie is about another
@@ -184,10 +193,11 @@ class OutOfRangeScoresDriver(LocalDriver):
 
 
 class HiddenStorageDriver(LocalDriver):
-    """Lie: raw_dump() shows nothing, so no claim about erasure can be checked."""
+    """Lie: raw_dump() shows nothing, so no claim about erasure can be checked (its lie
+    would reach the links' erase too: it does not declare relations)."""
 
     name = "hidden-storage"
-    capabilities = NO_VECTORS
+    capabilities = replace(NO_VECTORS, relations=False)
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         """Nothing."""
@@ -426,6 +436,137 @@ class KnownIgnoringVectorsDriver(LocalVectorsDriver):
     ) -> list[VectorEntry]:
         """Every entry with its bytes."""
         return super().vectors(where)
+
+
+def _link_subjects(driver: LocalDriver, tenant: str, app: str) -> list[str]:
+    """The subjects with links in tenant and app: the local driver's documented layout,
+    ``<tenant>/<app>/_links/<subject>/`` (a subject is a plain name, never ``_…``)."""
+    folder = driver.root / tenant / app / "_links"
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name[0].isalnum())
+
+
+class LinkKeepingEraseDriver(LocalDriver):
+    """Lie: erase() removes the memory and the links it is the source of, but keeps the links
+    where it is the target (a memory that pointed at the forgotten one still does)."""
+
+    name = "link-keeping-erase"
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Erase, then put back the links that pointed at the memory."""
+        subjects = _link_subjects(self, tenant, app)
+        kept = [
+            link
+            for link in self.links(tenant, app, subjects, [memory_id])
+            if link.target == memory_id and link.source != memory_id
+        ]
+        result = super().erase(tenant, app, subject, memory_id)
+        if kept:
+            self.put_links(kept)
+        return result
+
+
+class SubjectBlindLinksDriver(LocalDriver):
+    """Lie: links() ignores the subjects it is given and reads every subject of the tenant
+    and app (one person's links reach another's reads)."""
+
+    name = "subject-blind-links"
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """The links of every subject with links."""
+        return super().links(tenant, app, _link_subjects(self, tenant, app), ids)
+
+
+class DuplicatingLinksDriver(LocalDriver):
+    """Lie: put_links() appends, so a key put again is held twice (the old link and the new).
+
+    Links are kept in a list beside the local driver's own (which refuses what it refuses),
+    and read from that list; a delete and an erase drop from it what they should.
+    """
+
+    name = "duplicating-links"
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self._appended_lock = threading.Lock()
+        self._appended: list[StoredLink] = []
+
+    def put_links(self, links: Sequence[StoredLink]) -> None:
+        """Store the batch, and append every link of it to the list."""
+        super().put_links(links)
+        with self._appended_lock:
+            self._appended += links
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """Every appended link of those subjects with one of ``ids`` at an end."""
+        with self._appended_lock:
+            found = [
+                link
+                for link in self._appended
+                if (link.tenant, link.app) == (tenant, app)
+                and link.subject in subjects
+                and (link.source in ids or link.target in ids)
+            ]
+        return sorted(found, key=lambda link: (link.subject, link.key))
+
+    def delete_links(self, tenant: str, app: str, subject: str, keys: Collection[str]) -> None:
+        """Delete them, from the list too."""
+        super().delete_links(tenant, app, subject, keys)
+        with self._appended_lock:
+            self._appended = [
+                link
+                for link in self._appended
+                if not ((link.tenant, link.app, link.subject) == (tenant, app, subject)
+                        and link.key in keys)
+            ]
+
+    def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
+        """Erase, and drop the memory's links from the list."""
+        result = super().erase(tenant, app, subject, memory_id)
+        with self._appended_lock:
+            self._appended = [
+                link
+                for link in self._appended
+                if not ((link.tenant, link.app) == (tenant, app)
+                        and memory_id in (link.source, link.target))
+            ]
+        return result
+
+    def raw_dump(self) -> Iterator[tuple[str, bytes]]:
+        """The local driver's files, and every appended link."""
+        yield from super().raw_dump()
+        with self._appended_lock:
+            appended = list(self._appended)
+        for index, link in enumerate(appended):
+            yield f"appended/{index}/{link.key}", bytes(link.sealed)
+
+
+class RelationClaimDriver(LocalDriver):
+    """Lie: declares relations, but has none of the relation methods (it is no
+    RelationDriver)."""
+
+    name = "relation-claim"
+    put_links = None
+    links = None
+    delete_links = None  # none of them, though the local driver has them all
+
+
+class IdFilterIgnoringDriver(LocalDriver):
+    """Lie: search() ignores Filter.memory_ids (it ranks every row the rest of the filter
+    matches; list() and vectors() keep to the ids)."""
+
+    name = "id-filter-ignoring"
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> builtins.list[tuple[StoredRow, float]]:
+        """The ranking without the filter's memory ids."""
+        return super().search(replace(where, memory_ids=None), query, top_k=top_k)
 
 
 class RaisingFactoryError(StoreError):

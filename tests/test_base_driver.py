@@ -62,8 +62,12 @@ DictVectorsDriver: Any = _example("dict_vectors_driver").DictVectorsDriver
 @pytest.mark.parametrize(
     ("factory", "undeclared"),
     [
-        pytest.param(DictDriver, {"concurrent_writers", "vectors", "regions"}, id="dict"),
-        pytest.param(DictVectorsDriver, {"concurrent_writers", "regions"}, id="dict-vectors"),
+        pytest.param(
+            DictDriver, {"concurrent_writers", "vectors", "relations", "regions"}, id="dict"
+        ),
+        pytest.param(
+            DictVectorsDriver, {"concurrent_writers", "relations", "regions"}, id="dict-vectors"
+        ),
     ],
 )
 def test_the_docs_dict_driver_passes_every_check_of_the_conformance_suite(

@@ -82,6 +82,24 @@ LIARS = [
     pytest.param(broken.StaleVectorStateDriver, "vectors",
                  ["vector_state()", "same token", "vectors() changed"],
                  id="vector-state-that-never-changes"),
+    pytest.param(broken.LinkKeepingEraseDriver, "relations",
+                 ["after erase() of", "still returns link", "the erased memory is the target",
+                  "both ends, in every subject"],
+                 id="erase-keeps-the-links-to-the-memory"),
+    pytest.param(broken.SubjectBlindLinksDriver, "relations",
+                 ["links(", "of subject", "which the read does not name",
+                  "links leak across subjects"],
+                 id="links-ignore-the-subjects"),
+    pytest.param(broken.DuplicatingLinksDriver, "relations",
+                 ["returned two links with the key", "must replace the link, not add one"],
+                 id="put-links-appends-instead-of-replacing"),
+    pytest.param(broken.RelationClaimDriver, "relations",
+                 ["relations is declared", "no put_links(), links(), delete_links() method",
+                  "RelationDriver"],
+                 id="declares-relations-without-the-methods"),
+    pytest.param(broken.IdFilterIgnoringDriver, "text_search",
+                 ["search() for memory_ids", "bm25_rank"],
+                 id="search-ignores-the-memory-ids"),
 ]  # fmt: skip
 
 # Each vector liar, and the checks that must catch it (its other vector checks pass).
@@ -94,6 +112,25 @@ VECTOR_LIARS = {
     broken.KnownIgnoringVectorsDriver: {"known"},
     broken.StaleVectorStateDriver: {"vector_state"},
 }  # fmt: skip
+
+# Each other liar whose lie only some checks of its capability see, and those checks.
+CAUGHT_BY = {
+    broken.LinkKeepingEraseDriver: {"relations.erase_removes_links"},
+    broken.SubjectBlindLinksDriver: {"relations.scoped"},
+    broken.DuplicatingLinksDriver: {"relations.replace_by_key"},
+    broken.RelationClaimDriver: {c.id for c in all_checks() if c.capability == "relations"},
+    broken.IdFilterIgnoringDriver: {"text_search.memory_ids"},
+}  # fmt: skip
+
+RELATION_CHECKS = {
+    "relations.declared",
+    "relations.round_trip",
+    "relations.replace_by_key",
+    "relations.scoped",
+    "relations.atomic",
+    "relations.delete",
+    "relations.erase_removes_links",
+}
 
 
 @pytest.mark.parametrize(("driver", "lie", "words"), LIARS)
@@ -113,6 +150,33 @@ def test_a_lying_driver_fails_exactly_the_capability_it_lies_about(
     if driver in VECTOR_LIARS:
         failed = {c.check for c in report["vectors"].checks if c.status is Status.FAILED}
         assert failed == {f"vectors.{name}" for name in VECTOR_LIARS[driver]}, report.summary()
+    if driver in CAUGHT_BY:
+        failed = {c.check for c in report[lie].checks if c.status is Status.FAILED}
+        assert failed == CAUGHT_BY[driver], report.summary()
+
+
+def test_the_local_driver_passes_every_relation_check_and_the_memory_ids_filter() -> None:
+    report = _report(LocalDriver)
+    relations = report["relations"]
+    assert relations.status is Status.PASSED and relations.declared == "True"
+    assert {check.check for check in relations.checks} == RELATION_CHECKS
+    assert all(check.status is Status.PASSED for check in relations.checks)
+    notes = {check.check: check.reason for check in relations.checks}
+    assert "links erased with the memory" in notes["relations.erase_removes_links"]
+    assert "refused whole" in notes["relations.atomic"]
+    checks = {c.check: c for result in report.capabilities for c in result.checks}
+    assert checks["filters.memory_ids"].status is Status.PASSED
+    assert checks["text_search.memory_ids"].status is Status.PASSED
+    assert "hits compared with bm25_rank" in checks["text_search.memory_ids"].reason
+    states = {check.check: check.reason for check in report["vectors"].checks}
+    assert "sets of memory ids" in states["vectors.vector_state"]
+
+
+def test_a_driver_that_does_not_declare_relations_is_not_asked_for_them() -> None:
+    report = _report(broken.HiddenStorageDriver)
+    assert report["relations"].status is Status.NOT_DECLARED
+    assert report["relations"].declared == "False"
+    assert {check.check for check in report["relations"].checks} == RELATION_CHECKS
 
 
 def test_an_honest_vectors_driver_passes_every_vector_check() -> None:
@@ -265,14 +329,15 @@ class _RegionalLocalDriver(LocalDriver):
 
 
 def test_every_capability_a_driver_can_declare_is_one_a_driver_can_pass(tmp_path: Path) -> None:
-    """No flag whose checks always fail: relations and extraction had no protocol behind
-    them and are gone; every other declarable flag passes on the local driver."""
+    """No flag whose checks always fail: extraction had no protocol behind it and is gone
+    (ADR 0025), relations came back with one (RelationDriver); every other declarable flag
+    passes on the local driver."""
     flags = {field.name for field in fields(Capabilities)}
-    assert flags == {"text_search", "time_travel", "vectors", "erase", "regions",
+    assert flags == {"text_search", "time_travel", "vectors", "relations", "erase", "regions",
                      "concurrent_writers"}  # fmt: skip
     names = {capability.name for capability in CAPABILITIES}
     assert flags <= names
-    assert not {"relations", "extraction"} & (flags | names)
+    assert "extraction" not in flags | names
     assert _statuses(_report(LocalDriver))["erase"] is Status.PASSED  # erase="hard" declared
     for name in flags - {"regions", "erase"}:
         assert getattr(LocalDriver.capabilities, name) is True
@@ -290,8 +355,9 @@ def test_the_report_reads_as_json_and_as_a_table() -> None:
     assert data["passed"] is False and data["driver"] == "unsorted-scores"
     by_name = {item["name"]: item for item in data["capabilities"]}
     assert by_name["text_search"]["status"] == "failed"
-    declared = 14 if LocalDriver.capabilities.vectors else 13  # vectors, once local has them
-    assert by_name["vectors"]["status"] == ("passed" if declared == 14 else "not declared")
+    declared = 15  # every capability but regions: the local driver's declaration
+    assert by_name["vectors"]["status"] == "passed"
+    assert by_name["relations"]["status"] == "passed"
     assert by_name["isolation"]["status"] == "passed"
     failed_checks = [c for c in by_name["text_search"]["checks"] if c["status"] == "failed"]
     assert failed_checks and all("unsorted" in c["reason"] for c in failed_checks)

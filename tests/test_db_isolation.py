@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from mainsdk_memory import ConfigurationError
-from mainsdk_memory.drivers import Filter, bm25_rank
+from mainsdk_memory.drivers import Filter, StoredLink, bm25_rank
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING, transaction
@@ -33,7 +33,7 @@ def _conninfo(url: str) -> str:
 
 @pytest.fixture
 def two_tenants(store_url: str) -> Iterator[DbDriver]:
-    """A store holding versions, postings, embeddings and control records of acme and
+    """A store holding versions, postings, embeddings, control records and links of acme and
     globex."""
     with DbDriver(store_url) as driver:
         for tenant in ("acme", "globex"):
@@ -43,7 +43,20 @@ def two_tenants(store_url: str) -> Iterator[DbDriver]:
             )
             driver.put(make_row(tenant=tenant, memory_id=memory_id(2), subject="tenant"))
             driver.control_put(tenant, "app", "grant/bot", b"sealed grant")
+            driver.put_links([_link(tenant)])
         yield driver
+
+
+def _link(tenant: str) -> StoredLink:
+    return StoredLink(
+        tenant=tenant,
+        app="app",
+        subject="p_ada",
+        source=memory_id(1),
+        target=memory_id(2),
+        key="0" * 32,
+        sealed=f"sealed link of {tenant}".encode(),
+    )
 
 
 def _tenant_tables(connection: psycopg.Connection[tuple[object, ...]]) -> list[str]:
@@ -122,6 +135,12 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
         unvectored = connection.execute(
             f"DELETE FROM {PG_SCHEMA}.memory_embeddings WHERE tenant = 'globex'"  # noqa: S608
         ).rowcount
+        unlinked = connection.execute(
+            f"DELETE FROM {PG_SCHEMA}.memory_links WHERE tenant = 'globex'"  # noqa: S608
+        ).rowcount
+        relinked = connection.execute(
+            f"UPDATE {PG_SCHEMA}.memory_links SET sealed = 'x'"  # noqa: S608
+        ).rowcount
         with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
             connection.execute(
                 f"INSERT INTO {PG_SCHEMA}.memory_control VALUES "  # noqa: S608
@@ -132,11 +151,18 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
                 f"INSERT INTO {PG_SCHEMA}.memory_embeddings VALUES "  # noqa: S608
                 "('globex', 'app', 'mem_planted', 1, 'p_ada', 'x')"
             )
-    assert (changed, deleted, unvectored) == (2, 0, 0)  # acme's two rows; nothing of globex
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
+            connection.execute(
+                f"INSERT INTO {PG_SCHEMA}.memory_links VALUES "  # noqa: S608
+                "('globex', 'app', 'p_ada', 'planted', 'mem_a', 'mem_b', 'x')"
+            )
+    # acme's two rows and its one link; nothing of globex
+    assert (changed, deleted, unvectored, unlinked, relinked) == (2, 0, 0, 0, 1)
     # globex is untouched.
     assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]
     globex = Filter(tenant="globex", app="app", subjects=("p_ada",))
     assert [entry.sealed for entry in two_tenants.vectors(globex)] == [b"sealed vector of globex"]
+    assert two_tenants.links("globex", "app", ["p_ada"], [memory_id(1)]) == [_link("globex")]
     assert (
         two_tenants.list(
             Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True), limit=10

@@ -5,7 +5,9 @@ Search computes BM25 in the database over a postings table and re-scores the few
 candidates with the BM25 kernel that :func:`bm25_rank` runs (:mod:`._search`), then loads
 whole rows only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
 are opaque bytes in their own table, written with their version and erased with it;
-:meth:`DbDriver.vectors` sends only those the caller does not hold yet.
+:meth:`DbDriver.vectors` sends only those the caller does not hold yet. Links (``relations``)
+are rows of ``memory_links``: a batch is one transaction of upserts, and erasing a memory
+deletes every link with it at either end in the transaction that deletes its versions.
 
 A stored row that cannot be decoded (:mod:`._damage`) affects only its memory: ``list``,
 ``search``, ``expired`` and ``rows`` leave it out (a list page is filled from the rows after
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import builtins  # the method `list` shadows the builtin in annotations
 import functools
+import hashlib
 import json
 from collections.abc import Collection, Container, Hashable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -50,10 +53,12 @@ from sqlalchemy.exc import IntegrityError
 
 from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
 from mainsdk_memory.drivers._base import BaseDriver
+from mainsdk_memory.drivers._links import checked_links
 from mainsdk_memory.drivers._protocol import (
     Capabilities,
     EraseResult,
     Filter,
+    StoredLink,
     StoredRow,
     VectorEntry,
 )
@@ -70,6 +75,7 @@ from mainsdk_memory.drivers.db._engine import (
 from mainsdk_memory.drivers.db._schema import (
     CONTROL,
     EMBEDDINGS,
+    LINKS,
     POSTINGS,
     SCHEMA,
     VERSIONS,
@@ -255,6 +261,7 @@ class DbDriver(BaseDriver):
         text_search=True,
         time_travel=True,
         vectors=True,
+        relations=True,
         erase="hard",
         regions=(),
         concurrent_writers=True,
@@ -775,9 +782,10 @@ class DbDriver(BaseDriver):
         """A token that stays equal while :meth:`vectors` for ``where`` would return the same
         entries, on PostgreSQL: the count, greatest and sum of the document ids of the rows
         ``where`` selects that have an embedding. An identity column never gives an id twice,
-        so a version added, closed, erased or given an embedding changes it. ``None`` on
-        SQLite, whose rowid can be given again after the newest row is deleted (the caller
-        then reads the vectors)."""
+        so a version added, closed, erased or given an embedding changes it; a filter with
+        ``memory_ids`` adds a digest of the ids, so two sets of ids never share a token.
+        ``None`` on SQLite, whose rowid can be given again after the newest row is deleted
+        (the caller then reads the vectors)."""
         if self.dialect != "postgresql":
             return None
         with (
@@ -787,7 +795,11 @@ class DbDriver(BaseDriver):
             count, greatest, total = connection.execute(
                 _vector_state_statement(self.dialect, scope_shape(where)), scope_params(where)
             ).one()
-        return (int(count), int(greatest), int(total))
+        state = (int(count), int(greatest), int(total))
+        if where.memory_ids is None:
+            return state
+        ids = "\n".join(sorted(where.memory_ids)).encode("utf-8")
+        return (*state, hashlib.blake2b(ids, digest_size=16).hexdigest())
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -838,9 +850,9 @@ class DbDriver(BaseDriver):
         ]
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """DELETE every version, posting and embedding of the memory in one transaction, then
-        commit."""
-        v, p, e = VERSIONS.c, POSTINGS.c, EMBEDDINGS.c
+        """DELETE every version, posting and embedding of the memory, and every link with it
+        at either end (any subject), in one transaction, then commit."""
+        v, p, e, n = VERSIONS.c, POSTINGS.c, EMBEDDINGS.c, LINKS.c
         with (
             translated("erasing a memory"),
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
@@ -859,6 +871,13 @@ class DbDriver(BaseDriver):
             connection.execute(
                 delete(EMBEDDINGS).where(
                     e.tenant == tenant, e.app == app, e.subject == subject, e.memory_id == memory_id
+                )
+            )
+            connection.execute(
+                delete(LINKS).where(
+                    n.tenant == tenant,
+                    n.app == app,
+                    or_(n.source == memory_id, n.target == memory_id),
                 )
             )
             if docs:
@@ -893,6 +912,98 @@ class DbDriver(BaseDriver):
             ).all()
             damaged = self._damaged_among(connection, tenant, app, [m for _, m in found])
         return sorted((s, memory_id) for s, memory_id in found if memory_id not in damaged)
+
+    def put_links(self, links: Sequence[StoredLink]) -> None:
+        """Insert or replace (by tenant, app, subject and key) a batch of links in one
+        transaction."""
+        n = LINKS.c
+        batch = checked_links(links)
+        if not batch:
+            return
+        first = next(iter(batch.values()))
+        upsert = (sqlite_insert if self.dialect == "sqlite" else postgresql_insert)(LINKS)
+        upsert = upsert.on_conflict_do_update(
+            index_elements=[n.tenant, n.app, n.subject, n.key],
+            set_={
+                "source": upsert.excluded.source,
+                "target": upsert.excluded.target,
+                "sealed": upsert.excluded.sealed,
+            },
+        )
+        values = [
+            {
+                "tenant": link.tenant,
+                "app": link.app,
+                "subject": link.subject,
+                "key": link.key,
+                "source": link.source,
+                "target": link.target,
+                "sealed": bytes(link.sealed),
+            }
+            for link in batch.values()
+        ]
+        with (
+            translated("storing links"),
+            transaction(self._engine, self.dialect, tenant=first.tenant, write=True) as connection,
+        ):
+            for start in range(0, len(values), _CHUNK):
+                connection.execute(upsert, values[start : start + _CHUNK])
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """Every link of these subjects with one of ``ids`` at an end, sorted by (subject,
+        key) in code-point order; each end's index finds them."""
+        n = LINKS.c
+        wanted = sorted({i for i in ids if type(i) is str})
+        if not wanted or not subjects:
+            return []
+        found: dict[tuple[str, str], StoredLink] = {}
+        with (
+            translated("reading links"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                for row in connection.execute(
+                    select(n.subject, n.source, n.target, n.key, n.sealed).where(
+                        n.tenant == tenant,
+                        n.app == app,
+                        n.subject.in_(builtins.list(dict.fromkeys(subjects))),
+                        or_(n.source.in_(chunk), n.target.in_(chunk)),
+                    )
+                ):
+                    found[(row.subject, row.key)] = StoredLink(
+                        tenant=tenant,
+                        app=app,
+                        subject=row.subject,
+                        source=row.source,
+                        target=row.target,
+                        key=row.key,
+                        sealed=bytes(row.sealed),
+                    )
+        # Sorted here, in code-point order (a database collation may order text otherwise).
+        return [found[position] for position in sorted(found)]
+
+    def delete_links(self, tenant: str, app: str, subject: str, keys: Collection[str]) -> None:
+        """DELETE these links of ``subject`` in one transaction (unknown keys: nothing)."""
+        n = LINKS.c
+        wanted = sorted({key for key in keys if type(key) is str})
+        if not wanted:
+            return
+        with (
+            translated("deleting links"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
+        ):
+            for start in range(0, len(wanted), _CHUNK):
+                connection.execute(
+                    delete(LINKS).where(
+                        n.tenant == tenant,
+                        n.app == app,
+                        n.subject == subject,
+                        n.key.in_(wanted[start : start + _CHUNK]),
+                    )
+                )
 
     def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
         """Insert or replace the control record ``key``; ``None`` DELETEs it."""
@@ -964,7 +1075,7 @@ class DbDriver(BaseDriver):
                         "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
                         "security hides every row from anyone else."
                     )
-            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL):
+            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS):
                 order = list(table.primary_key.columns)
                 result = connection.execute(select(table).order_by(*order))
                 try:

@@ -1,6 +1,6 @@
 """The db driver's tables and their versioned, explicit migrations (``memory db upgrade URL``).
 
-Schema version 2 (the current one)::
+Schema version 3 (the current one)::
 
     memory_versions   one row per version of a memory                  (tenant data, RLS)
         UNIQUE (tenant, app, memory_id, version)   the optimistic-concurrency key (the
@@ -31,19 +31,28 @@ Schema version 2 (the current one)::
     memory_control    small sealed control records: grants, kill switches (tenant data, RLS)
         PK (tenant, app, key)
         value                                  sealed by the SDK
+    memory_links      one row per link from a memory to a memory or an entity
+                                                                       (tenant data, RLS)
+        PK (tenant, app, subject, key)         the link's key, unique in its subject
+        source target                          memory or entity ids, its two ends
+        sealed                                 kind, weight and time, sealed by the SDK
+        memory_links_source  (tenant, app, source)   a read, or an erase, by either end
+        memory_links_target  (tenant, app, target)
     memory_schema     one row per applied schema version               (no tenant data)
 
 Version 1 had memory_postings keyed by (tenant, app, subject, term, memory_id, version), no
 ``doc`` and no embeddings table; :func:`_migrate_v2` rewrites a version-1 store in place.
+Version 2 had no memory_links; :func:`_migrate_v3` adds it (and nothing else), empty, with
+the same grants, policy and forced row-level security as the other tenant tables.
 
 On PostgreSQL the tables live in the schema ``mainsdk_memory``; on SQLite in the main
 database. Every primary key and unique index leads with ``tenant``, the distribution key for
 partitioning or Citus (docs/scaling.md). Keys live in the key store, never here.
 
-A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables and
-:func:`_migrate_v2` holds version 2's DDL as written; the driver reads and writes through
-:func:`tables_v2`. A brand-new database runs every migration in order, so it ends with the
-same tables as an upgraded one.
+A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables,
+:func:`_migrate_v2` and :func:`_migrate_v3` hold versions 2's and 3's DDL as written; the
+driver reads and writes through :func:`tables_v3`. A brand-new database runs every migration
+in order, so it ends with the same tables as an upgraded one.
 """
 
 from __future__ import annotations
@@ -83,6 +92,7 @@ from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTIN
 __all__ = [
     "CONTROL",
     "EMBEDDINGS",
+    "LINKS",
     "MIGRATIONS",
     "POSTINGS",
     "SCHEMA",
@@ -96,6 +106,7 @@ __all__ = [
     "stored_version",
     "tables_v1",
     "tables_v2",
+    "tables_v3",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -283,10 +294,32 @@ def tables_v2(metadata: MetaData) -> tuple[Table, Table, Table, Table, Table]:
     )
 
 
+def tables_v3(
+    metadata: MetaData,
+) -> tuple[Table, Table, Table, Table, Table, Table]:
+    """Schema version 3's tables as the driver reads and writes them: version 2's and links
+    (versions, postings, embeddings, control, links, schema). (The links table's DDL is
+    :func:`_migrate_v3`'s.)"""
+    versions, postings, embeddings, control, schema = tables_v2(metadata)
+    links = Table(
+        "memory_links",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("source", Text, nullable=False),
+        Column("target", Text, nullable=False),
+        Column("sealed", LargeBinary, nullable=False),  # opaque: sealed by the SDK
+        PrimaryKeyConstraint("tenant", "app", "subject", "key", name="memory_links_pkey"),
+    )
+    return versions, postings, embeddings, control, links, schema
+
+
 METADATA = MetaData(schema=PG_SCHEMA)
-VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, SCHEMA = tables_v2(METADATA)
+VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, SCHEMA = tables_v3(METADATA)
 #: Tables that hold tenant data: each has row-level security on PostgreSQL.
-TENANT_TABLES = (VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name)
+TENANT_TABLES = (VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name, LINKS.name)
 
 _TENANT_TABLES_V1 = ("memory_versions", "memory_postings", "memory_control")
 
@@ -474,6 +507,34 @@ def _migrate_v2(connection: Connection) -> None:
         _secure_postgres_table(connection, table)
 
 
+# Version 3's DDL, frozen: the links table and its two lookups by end. The primary key leads
+# with tenant, like every other; each end's index serves links() and erase() by that end.
+_SQLITE_V3 = (
+    """CREATE TABLE memory_links (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, key TEXT NOT NULL,
+        source TEXT NOT NULL, target TEXT NOT NULL, sealed BLOB NOT NULL,
+        CONSTRAINT memory_links_pkey PRIMARY KEY (tenant, app, subject, key))""",
+    "CREATE INDEX memory_links_source ON memory_links (tenant, app, source)",
+    "CREATE INDEX memory_links_target ON memory_links (tenant, app, target)",
+)
+_POSTGRES_V3 = (
+    f"""CREATE TABLE {PG_SCHEMA}.memory_links (
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, key text NOT NULL,
+        source text NOT NULL, target text NOT NULL, sealed bytea NOT NULL,
+        CONSTRAINT memory_links_pkey PRIMARY KEY (tenant, app, subject, key))""",
+    f"CREATE INDEX memory_links_source ON {PG_SCHEMA}.memory_links (tenant, app, source)",
+    f"CREATE INDEX memory_links_target ON {PG_SCHEMA}.memory_links (tenant, app, target)",
+)
+
+
+def _migrate_v3(connection: Connection) -> None:
+    postgres = connection.dialect.name == "postgresql"
+    for statement in _POSTGRES_V3 if postgres else _SQLITE_V3:
+        connection.execute(text(statement))
+    if postgres:
+        _secure_postgres_table(connection, "memory_links")
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One schema version: its number, what it does, and the DDL that gets there."""
@@ -495,6 +556,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "integer document ids, postings keyed by them, a covering index for a read's scope; "
         "sealed embeddings (memory_embeddings, with row-level security on PostgreSQL)",
         _migrate_v2,
+    ),
+    Migration(
+        3,
+        "links between memories (memory_links, with row-level security on PostgreSQL)",
+        _migrate_v3,
     ),
 )
 #: The schema version this code reads and writes.

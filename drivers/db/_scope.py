@@ -1,11 +1,13 @@
 """A :class:`Filter` as SQL over ``memory_versions``: the same rows :meth:`Filter.matches` accepts.
 
 The clauses are built from the filter's *shape* (which rules apply: a session or none, a
-writing agent, how many retention labels, kinds, pin, a point in time) with named bind
-parameters, and the values come separately (:func:`scope_params`). Statements built on a
+writing agent, how many retention labels, kinds, pin, memory ids, a point in time) with named
+bind parameters, and the values come separately (:func:`scope_params`). Statements built on a
 shape are cached by the modules that use them, so a call pays for binding values, not for
 building and keying a new SQLAlchemy expression tree (which cost more than the query itself
-on a small store).
+on a small store). ``Filter.memory_ids`` is one clause of the scope like the others, so every
+read built on it (list, search's corpus and statistics, vectors, vector state) keeps to
+those memories.
 """
 
 from __future__ import annotations
@@ -15,7 +17,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, false, func, not_, or_
+from sqlalchemy import (
+    ARRAY,
+    BindParameter,
+    ColumnElement,
+    Text,
+    and_,
+    any_,
+    bindparam,
+    false,
+    func,
+    not_,
+    or_,
+)
 
 from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, TENANT_SUBJECT, Filter
 from mainsdk_memory.drivers.db._schema import VERSIONS
@@ -44,11 +58,15 @@ class ScopeShape:
     """``None``: any kind; ``0``: no kind at all; else how many kinds."""
     pinned: bool | None
     as_of: bool
+    memory_ids: bool | None = None
+    """``None``: any memory; ``True``: the memories named (one bind parameter); ``False``:
+    none (an empty set)."""
 
 
 def scope_shape(where: Filter) -> ScopeShape:
     """The shape of ``where``."""
     kinds = where.kinds
+    memory_ids = getattr(where, "memory_ids", None)
     return ScopeShape(
         session=where.session is not None,
         any_session=bool(getattr(where, "any_session", False)),
@@ -57,6 +75,7 @@ def scope_shape(where: Filter) -> ScopeShape:
         kinds=None if kinds is None else len(kinds),
         pinned=where.pinned,
         as_of=where.as_of is not None,
+        memory_ids=None if memory_ids is None else bool(memory_ids),
     )
 
 
@@ -102,6 +121,8 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
         )
     if shape.kinds is not None:
         clauses.append(v.kind.in_(bindparam("kinds", expanding=True)) if shape.kinds else false())
+    if shape.memory_ids is not None:
+        clauses.append(_among_memories(dialect) if shape.memory_ids else false())
     if shape.pinned is not None:
         clauses.append(v.pinned.is_(shape.pinned))
     if not shape.as_of:
@@ -110,6 +131,19 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
         clauses.append(v.valid_from <= bindparam("as_of"))
         clauses.append(or_(v.valid_to.is_(None), v.valid_to > bindparam("as_of")))
     return clauses
+
+
+def _among_memories(dialect: str) -> ColumnElement[bool]:
+    """``memory_id`` is one of the bind parameter ``memory_ids``: ``= ANY(array)`` on
+    PostgreSQL (one parameter however many ids), an expanding ``IN`` on SQLite (one parameter
+    per id, as for subjects)."""
+    memory_id: ColumnElement[str] = VERSIONS.c.memory_id
+    if dialect == "postgresql":
+        among: ColumnElement[bool] = memory_id == any_(
+            bindparam("memory_ids", type_=ARRAY(Text()))
+        )
+        return among
+    return memory_id.in_(bindparam("memory_ids", expanding=True))
 
 
 def scope_params(where: Filter) -> Mapping[str, Any]:
@@ -128,6 +162,9 @@ def scope_params(where: Filter) -> Mapping[str, Any]:
         params[f"retention_cutoff_{index}"] = cutoff
     if where.kinds:
         params["kinds"] = sorted(where.kinds)
+    memory_ids = getattr(where, "memory_ids", None)
+    if memory_ids:
+        params["memory_ids"] = sorted(memory_ids)
     if where.as_of is not None:
         params["as_of"] = where.as_of
     return params

@@ -9,6 +9,10 @@ Layout under the store folder::
         .changes                         append-only log of changed memory ids (no content)
         <memory id>.json                 every version of one memory: sealed blob, blind terms
                                          and, if given, the version's sealed embedding
+    <tenant>/<app>/_control/             control records, one file per key (hex of the key)
+    <tenant>/<app>/_links/               links between memories (:mod:`._links` draws it):
+                                         a file per id with the links at that end, a file per
+                                         key with the link's ends, a journal for batches
 
 Every write, holding the lock, appends the memory id to ``.changes`` and then replaces one
 small memory file atomically (temp file, fsync, rename, fsync of the folder). A reader keeps
@@ -39,6 +43,11 @@ the id and saying what to do; ``erase`` still removes its file, and :meth:`Local
 names the damaged memories of a subject (a person's erase lists memories first, and a
 damaged one is not listed). Only what a reader loads is checked: an existing cache notices a
 file that was replaced (a new inode, as every write makes) or logged, not one edited in place.
+
+Links (``relations``) live apart from the memories, in the tenant and app's ``_links`` folder
+under a lock of their own; an erase takes the memory's subject lock, then the links lock,
+and removes the memory's links (both ends, any subject) before its file, so a crash between
+the two leaves a memory to erase again, never links to an erased one.
 """
 
 from __future__ import annotations
@@ -82,16 +91,19 @@ from mainsdk_memory._files import make_private_dir, remove_durably, write_privat
 from mainsdk_memory.drivers import _bm25 as bm25
 from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
+from mainsdk_memory.drivers._links import checked_links
 from mainsdk_memory.drivers._protocol import (
     QUARANTINED_TRUST,
     TENANT_SUBJECT,
     Capabilities,
     EraseResult,
     Filter,
+    StoredLink,
     StoredRow,
     VectorEntry,
     bm25_rank,
 )
+from mainsdk_memory.drivers.local._links import LINKS, LinkFolder
 
 __all__ = ["LocalDriver"]
 
@@ -473,6 +485,17 @@ class _Index:
 
     # -- reading --------------------------------------------------------------------------
 
+    def _of_memories(self, memory_ids: Collection[str], n: int) -> Mask:
+        """The slots of these memories (a walk over the smaller of the ids and the index)."""
+        picked = np.zeros(n, np.bool_)
+        slots = self.slots
+        if len(memory_ids) <= len(slots):
+            chosen = [s for m in memory_ids for s in slots.get(m, ())]
+        else:
+            chosen = [s for m, held in slots.items() if m in memory_ids for s in held]
+        picked[chosen] = True
+        return picked
+
     def mask(self, where: Filter) -> Mask | None:
         """Which slots ``where`` matches, exactly as :meth:`Filter.matches`; ``None`` when a
         naive datetime (in a row or in the filter) needs the row-by-row check."""
@@ -520,6 +543,8 @@ class _Index:
             mask &= ~(column[:n] & (self.times["created"][:n] < before))
         if where.kinds is not None:
             mask &= among("kind", where.kinds)
+        if where.memory_ids is not None:
+            mask &= self._of_memories(where.memory_ids, n)
         if where.pinned is not None:
             mask &= self.pinned[:n] if where.pinned else ~self.pinned[:n]
         if where.as_of is None:
@@ -598,6 +623,7 @@ class LocalDriver(BaseDriver):
         text_search=True,
         time_travel=True,
         vectors=True,
+        relations=True,
         erase="hard",
         regions=(),
         concurrent_writers=True,
@@ -1243,7 +1269,7 @@ class LocalDriver(BaseDriver):
             return [
                 entry.name
                 for entry in os.scandir(self.root / tenant / app)
-                if entry.is_dir() and entry.name != "_control"
+                if entry.is_dir() and entry.name not in ("_control", LINKS)
             ]
         except FileNotFoundError:
             return []
@@ -1328,8 +1354,56 @@ class LocalDriver(BaseDriver):
                         found.append((key, value))
         return sorted(found)
 
+    # -- relations ----------------------------------------------------------------------
+
+    def _links_dir(self, tenant: str, app: str) -> Path:
+        return self.root / tenant / app / LINKS
+
+    def put_links(self, links: Sequence[StoredLink]) -> None:
+        """Store a batch of links, whole or not at all (the links folder's journal)."""
+        batch = checked_links(links)
+        if not batch:
+            return
+        first = next(iter(batch.values()))
+        try:
+            self._ensure_store()
+            with LinkFolder.writing(
+                self._links_dir(first.tenant, first.app), first.tenant, first.app
+            ) as held:
+                for link in batch.values():
+                    held.add(link)
+                held.commit()
+        except OSError as exc:
+            raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
+
+    def links(
+        self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
+    ) -> builtins.list[StoredLink]:
+        """The links of these subjects with one of ``ids`` at an end, sorted by (subject,
+        key): one small file per subject and id, no memory file."""
+        if not ids or not subjects:
+            return []
+        try:
+            with LinkFolder.reading(self._links_dir(tenant, app), tenant, app) as held:
+                return [] if held is None else held.links(subjects, ids)
+        except OSError as exc:
+            raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
+
+    def delete_links(self, tenant: str, app: str, subject: str, keys: Collection[str]) -> None:
+        """Remove these links of ``subject`` for good (unknown keys are ignored)."""
+        folder = self._links_dir(tenant, app)
+        if not keys or not folder.is_dir():
+            return
+        try:
+            with LinkFolder.writing(folder, tenant, app) as held:
+                for key in keys:
+                    held.remove(subject, key)
+                held.commit()
+        except OSError as exc:
+            raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
+
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
-        """Every file under the store folder, with its bytes."""
+        """Every file under the store folder, with its bytes (links included)."""
         for folder, _dirs, files in os.walk(self.root):
             for name in sorted(files):
                 path = Path(folder) / name
@@ -1339,12 +1413,18 @@ class LocalDriver(BaseDriver):
                     continue  # removed meanwhile
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """Delete the memory's file (every version, its terms and embeddings), and blank its
-        id out of the change log; a damaged file too (its versions are then not named)."""
+        """Delete the memory's links (both ends, any subject), then its file (every version,
+        its terms and embeddings), and blank its id out of the change log; a damaged file too
+        (its versions are then not named)."""
         folder = self._subject_dir(tenant, app, subject)
         with self._writing(folder):
             stored = self._load(str(folder), memory_id)  # a damaged file is erased too
             try:
+                links = self._links_dir(tenant, app)
+                if links.is_dir():  # no folder: no link was ever stored here
+                    with LinkFolder.writing(links, tenant, app) as held:
+                        held.remove_id(memory_id)
+                        held.commit()
                 before = os.stat(folder).st_mtime_ns
                 remove_durably(folder / f"{memory_id}.json")
                 # A hard erase leaves no trace, so the id is not logged: the log is copied
