@@ -92,7 +92,7 @@ class _Record:
         """links(...) compared with the record; returns what it returned."""
         got = _driver(self.ctx).links(scope.tenant, scope.app, subjects, ids)
         want = self.expected(scope.tenant, scope.app, subjects, ids)
-        _expect_links(got, want, what, self, Scope(scope.tenant, scope.app, ""), subjects)
+        _expect_links(got, want, what, self, scope, subjects)
         return got
 
 
@@ -121,7 +121,8 @@ def _expect_links(
 ) -> None:
     """Fail unless ``got`` is exactly ``want``: the same links, the same bytes, in order.
 
-    ``scope`` names the tenant and app read, ``subjects`` the subjects named."""
+    ``scope`` names the tenant and app read (its subject is not used), ``subjects`` the
+    subjects named."""
     call = f"links({what})"
     if not isinstance(got, list):
         raise CheckFailed(f"{call} returned a {type(got).__name__}, not a list of StoredLink")

@@ -236,16 +236,21 @@ def drop_unmentioned(caller: Caller, row_subject: str, entity_ids: Iterable[str]
 
 def erase_entities(caller: Caller, row_subject: str) -> None:
     """Delete every entity and alias record of ``row_subject`` (a person's erase)."""
-    store = caller.services.driver
     for prefix in (ENTITY_PREFIX, ALIAS_PREFIX):
-        for key, _ in store.control_list(caller.tenant, caller.app, f"{prefix}{row_subject}/"):
-            store.control_put(caller.tenant, caller.app, key, None)
+        for key, _ in _listed(caller, f"{prefix}{row_subject}/"):
+            caller.services.driver.control_put(caller.tenant, caller.app, key, None)
+
+
+def _listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
+    """The control records under ``prefix``: the driver's answer, kept to the prefix (a
+    driver that ignores it must not make an erase delete another person's records)."""
+    found = caller.services.driver.control_list(caller.tenant, caller.app, prefix)
+    return [(key, value) for key, value in found if key.startswith(prefix)]
 
 
 def entities_of(caller: Caller, row_subjects: Sequence[str], visible: set[str]) -> list[Entity]:
     """The entities of ``row_subjects`` the caller may see, with how many of the memories
     in ``visible`` mention each; an entity none of them mentions is left out."""
-    store = caller.services.driver
     out: list[Entity] = []
     for row_subject in row_subjects:
         keys = _keys(caller, row_subject, create=False)
@@ -253,7 +258,7 @@ def entities_of(caller: Caller, row_subjects: Sequence[str], visible: set[str]) 
             continue
         prefix = f"{ENTITY_PREFIX}{row_subject}/"
         found: dict[str, dict[str, Any]] = {}
-        for key, sealed in store.control_list(caller.tenant, caller.app, prefix):
+        for key, sealed in _listed(caller, prefix):
             document = _open(caller, keys, key, sealed)
             if document is not None:
                 found[key[len(prefix):]] = document

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -178,6 +179,7 @@ _ATTRIBUTES: Final[dict[str, frozenset[str]]] = {
     "name": frozenset({"name", "call", "nicknam"}),
     "timezone": frozenset({"timezon", "zone"}),
     "bank": frozenset({"bank", "account", "iban", "card", "credit"}),
+    "pay": frozenset({"rent", "salari", "wage", "mortgag", "rate", "pay", "earn", "budget"}),
     "device": frozenset({"laptop", "phone", "comput", "iphon", "android", "tablet"}),
     "health": frozenset(
         {"medic", "medicin", "prescript", "dose", "doctor", "dentist", "therapist"}
@@ -239,7 +241,8 @@ class _Text:
     folded: str
     negated: bool
     dated: frozenset[str]
-    numbers: frozenset[str]
+    numbers: Counter[str]
+    """The numbers it holds, each as often as it is written."""
     names: frozenset[str]
     """Capitalised words inside the text (not the first): names of people, places, things."""
     first: frozenset[str]
@@ -264,9 +267,8 @@ def _read(text: str, language: str) -> _Text:
     subject_name = None
     if raw_first and raw_first[0][:1].isupper() and len(words) > 2:
         subject_name = frozenset(index_terms(raw_first[0], language))
-    numbers = frozenset(
-        _number(found.group()) or "0" for found in _NUMERAL.finditer(folded)
-    ) | frozenset(_NUMBER_WORDS[word] for word in words if word in _NUMBER_WORDS)
+    numbers = Counter(_number(found.group()) or "0" for found in _NUMERAL.finditer(folded))
+    numbers.update(_NUMBER_WORDS[word] for word in words if word in _NUMBER_WORDS)
     terms = set()
     for term in index_terms(" ".join(w for w in words if w not in _SUBJECT_WORDS), language):
         if _DIGITS.search(term) or term in _NUMBER_WORDS:
@@ -410,11 +412,9 @@ def _against(new: _Text, held: _Text, target: str, closeness: float, english: bo
     """The decision against the closest neighbour (see the module docstring)."""
     only_new = _unmatched(new.terms, held.terms)
     only_held = _unmatched(held.terms, new.terms)
-    numbers_differ = bool(
-        new.numbers
-        and held.numbers
-        and not (new.numbers <= held.numbers or held.numbers <= new.numbers)
-    )
+    # A number of its own on each side (another time, another amount); one that only adds
+    # a number ("June 14" to "14/06") says no other value.
+    numbers_differ = bool(new.numbers - held.numbers) and bool(held.numbers - new.numbers)
     facts = _fact_sized(new, held)
     shared = _overlap(new, held) >= SHARED
     exclusive = bool((new.classes & held.classes) - _MANY_VALUED)
@@ -423,13 +423,14 @@ def _against(new: _Text, held: _Text, target: str, closeness: float, english: bo
         if _says(new, _ENDINGS):
             return Decision("supersession", target, "says-it-changed")
         return Decision("contradiction", target, "negation")
-    if not only_new and not numbers_differ and (not only_held or closeness >= SAME):
+    says_more = bool(new.numbers - held.numbers)  # a number the held text does not hold
+    if not only_new and not says_more and (not only_held or closeness >= SAME):
         return Decision("duplicate", target, "same-terms")
     named = (only_new & new.names) or (only_held & held.names)
     if (
         facts
         and closeness >= SAME
-        and not numbers_differ
+        and not says_more
         and not named
         and new.negated == held.negated
         and len(only_new) <= PARAPHRASE
@@ -444,7 +445,7 @@ def _against(new: _Text, held: _Text, target: str, closeness: float, english: bo
             return Decision("related", target, "another-date")
         if _says(new, _CHANGES) or _says(new, _ENDINGS):
             return Decision("supersession", target, "says-it-changed")
-        if exclusive or numbers_differ:
+        if exclusive:
             return Decision("supersession", target, "new-value")
     if claims and _says(new, _ENDINGS) and closeness >= RELATED and (shared or exclusive):
         return Decision("supersession", target, "says-it-changed")

@@ -108,7 +108,9 @@ class Memory:
         memories and queries are stemmed in unless a call names one. ``signals``
         (:class:`~mainsdk_memory.RankingSignals`) sets how far a memory's kind, uses, pin and
         feedback move its recall score (default: the weights and half-lives in
-        docs/concepts.md). An unknown option raises
+        docs/concepts.md). ``formation`` (default ``True``) is whether ``remember`` forms a
+        text against the memories held (docs/concepts.md, "Formation"); ``False`` stores every
+        text as it is unless a call passes ``formation=True``. An unknown option raises
         :class:`ConfigurationError`.
         """
         settings = settle(app, options)  # every option is checked before anything is opened

@@ -67,6 +67,9 @@ class Options(TypedDict, total=False):
     language: str
     """The language memories and queries are stemmed in unless a call names one (default
     ``"english"``; :data:`mainsdk_memory.LANGUAGES`)."""
+    formation: bool
+    """Whether ``remember`` forms a text against the memories held (default ``True``);
+    ``False`` stores every text as it is unless a call passes ``formation=True``."""
 
 
 #: Every option's name, in the order docs/api.md lists them.
@@ -94,6 +97,7 @@ class Settings:
     allow_readable_keys: bool
     signals: RankingSignals
     language: str
+    formation: bool = True
 
 
 def settle(app: str, options: Mapping[str, object]) -> Settings:
@@ -147,6 +151,7 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
         allow_readable_keys=_flag(opts.get("allow_readable_keys", False), "allow_readable_keys"),
         signals=_signals(opts.get("signals")),
         language=_language(opts.get("language", DEFAULT_LANGUAGE)),
+        formation=_flag(opts.get("formation", True), "formation"),
     )
 
 

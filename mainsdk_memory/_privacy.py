@@ -18,7 +18,7 @@ from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._caller import PERSON_AGENT, Caller, guardian_key, requests_prefix
 from mainsdk_memory._entities import entities_of, erase_entities
-from mainsdk_memory._errors import BundleError, InvalidInputError, ReceiptError
+from mainsdk_memory._errors import BundleError, DamagedMemoryError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._relations import relation_store
 from mainsdk_memory._scoped import ScopedMemory
@@ -68,12 +68,16 @@ class Privacy:
         show (retracted or merged away: every version closed), minus ``listed``."""
         services = self._services
         anchored = services.keys.anchors.memories(services.anchor_scope(tenant_id))
-        return [
-            memory_id
-            for row_subject, memory_id in anchored
-            if row_subject == pseudonym and memory_id not in listed
-            and services.store.versions(tenant_id, services.app, (pseudonym,), memory_id)
-        ]
+        closed = []
+        for row_subject, memory_id in anchored:
+            if row_subject != pseudonym or memory_id in listed:
+                continue
+            try:
+                if services.store.versions(tenant_id, services.app, (pseudonym,), memory_id):
+                    closed.append(memory_id)
+            except DamagedMemoryError:
+                continue  # listed by the driver's damaged() instead
+        return closed
 
     # -- erase ----------------------------------------------------------------------------
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, Final, cast, get_args
+from typing import Any, Final, Literal, cast, get_args
 
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import InvalidInputError, MemoryCapabilityError, SealError
+from mainsdk_memory._errors import MemoryCapabilityError, SealError
 from mainsdk_memory._guard import GuardedStore
 from mainsdk_memory._records import Link, LinkKind
 from mainsdk_memory.drivers import TENANT_SUBJECT, RelationDriver, StoredLink
@@ -179,6 +179,7 @@ def links_of(caller: Caller, memory_id: str, visible: set[str] | None = None) ->
     it (or is an entity)."""
     out: list[Link] = []
     seen: set[tuple[str, str, str]] = set()
+    direction: Literal["out", "in"]
     for link, kind, weight in opened_links(caller, [memory_id]):
         if link.source == memory_id:
             other, direction = link.target, "out"
@@ -218,10 +219,3 @@ def derived_closure(caller: Caller, memory_id: str) -> list[tuple[str, str]]:
                 found[source] = subject
                 frontier.append(source)
     return [(subject, source) for source, subject in found.items()]
-
-
-def check_kind(kind: object) -> LinkKind:
-    """``kind``, checked: one of :data:`LINK_KINDS`."""
-    if kind not in LINK_KINDS:
-        raise InvalidInputError(f"A link kind is one of {list(LINK_KINDS)}.")
-    return cast(LinkKind, kind)

@@ -278,7 +278,7 @@ class _Handle:
         session_only: bool = False,
         data: BaseModel | None = None,
         language: str | None = None,
-        formation: bool = True,
+        formation: bool | None = None,
         derived_from: Sequence[str] | None = None,
     ) -> MemoryRecord:
         """Remember ``text``: formation decides how it joins what is held, and the memory
@@ -291,7 +291,8 @@ class _Handle:
         version + 1); a ``contradiction`` or ``related`` text is a new memory linked to the
         one it was compared with; a ``novel`` one is a new memory (version 1, id ``mem_…``).
         A typed fact (``data=`` of a model with a ``fact_key``) supersedes the memory holding
-        the same key exactly. ``formation=False`` stores the text as it is.
+        the same key exactly. ``formation=False`` stores the text as it is (default: the
+        Memory's ``formation`` option, on unless it was opened with ``formation=False``).
 
         ``about`` defaults to the person acted for; ``"tenant"`` stores shared memory.
         ``source`` defaults to this agent (trust ``inferred``; the person's own handle:
@@ -317,6 +318,8 @@ class _Handle:
             subject = caller.about(about)
             source = self._source(source)
             checked_labels = self._allowed_labels(validate.labels(labels))
+            if formation is None:
+                formation = services.settings.formation
             if not all(isinstance(flag, bool) for flag in (pinned, session_only, formation)):
                 raise InvalidInputError("pinned, session_only and formation are True or False.")
             if session_only and caller.session is None:

@@ -74,7 +74,7 @@ def test_recall_through_the_sdk_matches_plaintext_bm25(store_url: str, keys_path
     with Memory.open(store_url, keys=keys_path, app="a",
                      clock=lambda: next(times)) as memory, tenant.use("acme"):
         ada = memory.acting_for("ada", agent="bot")
-        ids = [ada.remember(text).id for text in texts]
+        ids = [ada.remember(text, formation=False).id for text in texts]  # as they are
         query = "tomato harbour violin lantern"
         hits = ada.recall(query, top_k=40, mode="text", ranking="relevance")
     corpus = [index_terms(text) for text in texts]

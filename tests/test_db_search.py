@@ -74,6 +74,10 @@ def test_search_equals_the_reference_on_random_corpora(driver: DbDriver) -> None
                 session=rng.choice([None, "s1"]),
                 as_of=rng.choice([None, None, instant(rng)]),
                 kinds=rng.choice([None, frozenset({"fact", "note"})]),
+                # Some memories only: the corpus (N, lengths, df) is theirs alone.
+                memory_ids=rng.choice(
+                    [None, None, frozenset(r.memory_id for r in rng.sample(rows, len(rows) // 2))]
+                ),
             )
             top_k = rng.choice([1, 3, 100])
             want = bm25_rank([r for r in rows if where.matches(r)], query, top_k)
@@ -169,6 +173,7 @@ def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriv
         "written_by",
         "any_session",
         "retention",
+        "memory_ids",
     }
     # A new Filter field needs SQL in the driver and a case here before this passes.
     fields = {f.name for f in dataclasses.fields(Filter)}
@@ -182,6 +187,11 @@ def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriv
         if "retention" in fields:
             extra["retention"] = rng.choice(
                 [(), (("health", instant(rng)),), (("personal", instant(rng)), ("none", T0))]
+            )
+        if "memory_ids" in fields:
+            ids = sorted({r.memory_id for r in rows})
+            extra["memory_ids"] = rng.choice(
+                [None, None, frozenset(), frozenset(rng.sample(ids, rng.randint(1, 20)))]
             )
         where = Filter(
             **extra,  # type: ignore[arg-type]
@@ -329,12 +339,16 @@ def test_long_queries_and_repeated_tokens_take_the_plain_path_with_the_same_resu
     rng = random.Random(4)
     vocabulary = [f"t_{i}" for i in range(120)]
     rows = random_rows(rng, driver, 50, vocabulary=vocabulary)
-    where = Filter(tenant="acme", app="app", subjects=("p_ada", "p_bob", "tenant"), session="s1")
-    matching = [r for r in rows if where.matches(r)]
+    everyone = Filter(
+        tenant="acme", app="app", subjects=("p_ada", "p_bob", "tenant"), session="s1"
+    )
+    some = frozenset(r.memory_id for r in rng.sample(rows, 20))
     long_query = [{term} for term in rng.sample(vocabulary, 90)]  # more than 64 groups
     repeated = [["t_1", "t_1"], ["t_2"]]  # a token twice in one group counts twice
-    for query in (long_query, repeated):
-        for top_k in (1, 7, 100):
-            _same_ranking(
-                driver.search(where, query, top_k=top_k), bm25_rank(matching, query, top_k)
-            )
+    for where in (everyone, dataclasses.replace(everyone, memory_ids=some)):
+        matching = [r for r in rows if where.matches(r)]
+        for query in (long_query, repeated):
+            for top_k in (1, 7, 100):
+                _same_ranking(
+                    driver.search(where, query, top_k=top_k), bm25_rank(matching, query, top_k)
+                )

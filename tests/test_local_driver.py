@@ -164,13 +164,15 @@ def test_ten_thousand_memories_a_person_stay_usable(
         with monkeypatch.context() as fast:
             # Loading only: durability of each write is tested elsewhere.
             fast.setattr(os, "fsync", lambda fd: None)
-            for i in range(10_000):
-                ada.remember(f"Daily log {i}: walked {i % 37} km near river {i % 101}.")
-        needle = ada.remember("Ada found a rare blue heron feather.")
+            for i in range(10_000):  # as they are: this is the driver's scale, not formation's
+                ada.remember(
+                    f"Daily log {i}: walked {i % 37} km near river {i % 101}.", formation=False
+                )
+        needle = ada.remember("Ada found a rare blue heron feather.", formation=False)
         files = {p: p.stat().st_mtime_ns for p in store.rglob("mem_*.json")}
         assert len(files) == 10_001
         time.sleep(0.01)
-        extra = ada.remember("Ada saw the heron again.")
+        extra = ada.remember("Ada saw the heron again.", formation=False)
         changed = [p for p in store.rglob("mem_*.json") if files.get(p) != p.stat().st_mtime_ns]
         assert [p.stem for p in changed] == [extra.id]  # one write touches one memory file
         hits = ada.recall("blue heron feather", top_k=2)

@@ -89,10 +89,10 @@ def test_every_kind_is_accepted_and_kinds_filter_recall(memory: Memory) -> None:
 
 def test_recall_ranks_the_best_match_first_with_scores_in_range(memory: Memory) -> None:
     ada = memory.acting_for("ada", agent="bot")
-    tea = ada.remember("Ada drinks green tea without sugar every morning.")
-    ada.remember("Ada's favourite football team is Benfica.")
-    ada.remember("Ada visited her sister in Madrid last spring.")
-    coffee = ada.remember("Ada stopped drinking coffee; tea only now.")
+    tea = ada.remember("Ada drinks green tea without sugar every morning.", formation=False)
+    ada.remember("Ada's favourite football team is Benfica.", formation=False)
+    ada.remember("Ada visited her sister in Madrid last spring.", formation=False)
+    coffee = ada.remember("Ada stopped drinking coffee; tea only now.", formation=False)
     hits = ada.recall("what tea does Ada drink?", top_k=5)
     assert _ids(hits)[:2] in ([tea.id, coffee.id], [coffee.id, tea.id])
     assert all(0.0 <= hit.score <= 1.0 for hit in hits)
@@ -112,7 +112,7 @@ def test_list_is_newest_first_and_paginates_without_gaps(store_url: str, keys_pa
     times = iter(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=i) for i in range(100))
     with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: next(times)) as memory:
         ada = memory.acting_for("ada", agent="bot")
-        made = [ada.remember(f"Ada note number {i}") for i in range(7)]
+        made = [ada.remember(f"Ada note number {i}", formation=False) for i in range(7)]
         first = ada.list(limit=3)
         assert [r.id for r in first.items] == [m.id for m in made[::-1][:3]]
         assert first.next_cursor is not None

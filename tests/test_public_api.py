@@ -12,13 +12,13 @@ def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
         "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
         "ConfigurationError", "ConsentRequiredError", "DamagedMemoryError",
-        "ErasePolicyError", "ForgetRequest", "Hit", "IntegrityError", "InvalidInputError",
-        "KeyStoreError", "Kind", "LANGUAGES",
+        "Entity", "ErasePolicyError", "ForgetRequest", "Formation", "Hit", "IntegrityError",
+        "InvalidInputError", "KeyStoreError", "Kind", "LANGUAGES", "Link",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",
         "NoTenantError", "Options", "Page", "PersonMemory", "Privacy",
         "Ranking", "RankingSignals", "ReadPolicy", "RecallMode",
-        "Receipt", "ReceiptError", "ReindexReport", "RequestNotFound",
+        "Receipt", "ReceiptError", "ReindexReport", "RequestNotFound", "Revision",
         "Scope", "ScopeError", "ScopedMemory", "SealError", "Source", "StoreError",
         "TenantMismatchError", "Trust", "__version__", "audit", "injection", "receipts", "tenant",
     ])

@@ -34,7 +34,9 @@ def test_receipt_is_a_compact_eddsa_jws_with_ids_only(receipt: Receipt, keys_pat
     assert header["kid"] == KeyStore.open(keys_path).signing_key.kid
     claims = json.loads(base64.urlsafe_b64decode(payload_b64 + "=="))
     assert set(claims) == {"iss", "jti", "iat", "op", "tenant", "app", "about", "agent",
-                           "memory_id", "version_ids", "driver", "erase", "copies"}
+                           "memory_id", "version_ids", "driver", "erase", "copies",
+                           # the driver stores relations: what the forget took along
+                           "derived_ids", "link_keys", "entity_ids"}
     # Every copy left in storage is unopenable: the memory's salt is gone (ADR 0048).
     assert (claims["erase"], claims["copies"]) == ("hard", "unopenable")
     assert "storage" not in receipt.token.lower() and "4B" not in json.dumps(claims)

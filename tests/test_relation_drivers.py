@@ -72,16 +72,19 @@ def test_local_links_live_in_their_folder_one_file_per_end_and_per_key(
     a, b = memory_id(1), memory_id(2)
     local.put(make_row(memory_id=a))
     local.put_links([_link(1, a, b), _link(2, b, "ent_0123456789abcdef01234567")])
+    ent = "ent_0123456789abcdef01234567"
+    one, two = f"{1:032x}", f"{2:032x}"
     assert _files(local) == {
         "acme/app/_links/.lock",
-        f"acme/app/_links/_ids/{a}.json",
-        f"acme/app/_links/_ids/{b}.json",
-        "acme/app/_links/_ids/ent_0123456789abcdef01234567.json",
-        f"acme/app/_links/p_ada/{a}.json",
-        f"acme/app/_links/p_ada/{b}.json",
-        "acme/app/_links/p_ada/ent_0123456789abcdef01234567.json",
-        f"acme/app/_links/p_ada/{1:032x}.key",
-        f"acme/app/_links/p_ada/{2:032x}.key",
+        f"acme/app/_links/_ids/{a}.subjects",
+        f"acme/app/_links/_ids/{b}.subjects",
+        f"acme/app/_links/_ids/{ent}.subjects",
+        f"acme/app/_links/p_ada/{one}.link",
+        f"acme/app/_links/p_ada/{two}.link",
+        f"acme/app/_links/p_ada/{a}/{one}",
+        f"acme/app/_links/p_ada/{b}/{one}",
+        f"acme/app/_links/p_ada/{b}/{two}",
+        f"acme/app/_links/p_ada/{ent}/{two}",
     }
     # The links folder is not a subject: the memory reads do not see it.
     assert [row.memory_id for row in local.rows("acme", "app")] == [a]
@@ -89,12 +92,30 @@ def test_local_links_live_in_their_folder_one_file_per_end_and_per_key(
     local.erase("acme", "app", "p_ada", a)
     assert _files(local) == {
         "acme/app/_links/.lock",
-        f"acme/app/_links/_ids/{b}.json",
-        "acme/app/_links/_ids/ent_0123456789abcdef01234567.json",
-        f"acme/app/_links/p_ada/{b}.json",
-        "acme/app/_links/p_ada/ent_0123456789abcdef01234567.json",
-        f"acme/app/_links/p_ada/{2:032x}.key",
+        f"acme/app/_links/_ids/{b}.subjects",
+        f"acme/app/_links/_ids/{ent}.subjects",
+        f"acme/app/_links/p_ada/{two}.link",
+        f"acme/app/_links/p_ada/{b}/{two}",
+        f"acme/app/_links/p_ada/{ent}/{two}",
     }
+    assert not (local.root / "acme/app/_links/p_ada" / a).exists()  # its emptied folder too
+
+
+def test_a_link_to_an_end_with_many_links_writes_a_few_small_files(local: LocalDriver) -> None:
+    hub = "ent_0123456789abcdef01234567"  # an entity every memory mentions
+    local.put_links([_link(n, memory_id(n), hub) for n in range(1, 301)])
+    before = {where: len(data) for where, data in local.raw_dump()}
+    local.put_links([_link(301, memory_id(301), hub)])
+    after = {where: len(data) for where, data in local.raw_dump()}
+    changed = {where for where in after if before.get(where) != after[where]}
+    assert changed == {
+        f"acme/app/_links/p_ada/{301:032x}.link",
+        f"acme/app/_links/p_ada/{memory_id(301)}/{301:032x}",
+        f"acme/app/_links/p_ada/{hub}/{301:032x}",
+        f"acme/app/_links/_ids/{memory_id(301)}.subjects",
+    }
+    assert max(after.values()) < 1000
+    assert len(local.links("acme", "app", ["p_ada"], [hub])) == 301
 
 
 def test_an_erase_where_no_link_was_ever_stored_creates_no_links_folder(
@@ -129,9 +150,10 @@ def test_a_batch_cut_short_after_its_journal_is_finished_by_the_next_reader(
     batch = [_link(1, a, b), _link(2, b, c), _link(3, c, a, subject="tenant")]
     real_apply = local_links._apply
 
-    def crash_after_one_file(folder: Path, files: dict[str, bytes | None]) -> None:
-        first = dict(list(files.items())[:1])
-        real_apply(folder, first)
+    def crash_after_one_file(
+        folder: Path, files: dict[str, bytes | None], emptied: list[str]
+    ) -> None:
+        real_apply(folder, dict(list(files.items())[:1]), [])
         raise _Crash
 
     with LocalDriver(root) as driver:

@@ -104,7 +104,10 @@ def collect(embedder: Embedder) -> list[Row]:
                 ids: dict[str, list[str]] = {}
                 for person in train.PEOPLE:
                     handle = memory.acting_for(person, agent="fit-bot")
-                    ids[person] = [handle.remember(text).id for text in train.MEMORIES[person]]
+                    ids[person] = [
+                        handle.remember(text, formation=False).id
+                        for text in train.MEMORIES[person]
+                    ]
                 for number, (person, question, gold) in enumerate(train.QUESTIONS):
                     handle = memory.acting_for(person, agent="fit-bot")
                     seen.clear()

@@ -11,8 +11,8 @@ Layout under the store folder::
                                          and, if given, the version's sealed embedding
     <tenant>/<app>/_control/             control records, one file per key (hex of the key)
     <tenant>/<app>/_links/               links between memories (:mod:`._links` draws it):
-                                         a file per id with the links at that end, a file per
-                                         key with the link's ends, a journal for batches
+                                         a file per link, an empty marker per end of a link
+                                         in a folder per id, a journal for batches
 
 Every write, holding the lock, appends the memory id to ``.changes`` and then replaces one
 small memory file atomically (temp file, fsync, rename, fsync of the folder). A reader keeps
@@ -1380,7 +1380,8 @@ class LocalDriver(BaseDriver):
         self, tenant: str, app: str, subjects: Sequence[str], ids: Collection[str]
     ) -> builtins.list[StoredLink]:
         """The links of these subjects with one of ``ids`` at an end, sorted by (subject,
-        key): one small file per subject and id, no memory file."""
+        key): one folder listing per subject and id, then the links it names; no memory
+        file."""
         if not ids or not subjects:
             return []
         try:

@@ -1,31 +1,34 @@
-"""The local driver's links: small files per id and per key, and a journal that makes a batch whole.
+"""The local driver's links: a file per link, an empty marker per end, a journal per batch.
 
 Layout under ``<tenant>/<app>/_links/`` (never a subject folder: a subject is a plain name)::
 
     .lock                   flock(2): writers take it exclusive, readers shared
-    .journal                a batch being written: the new content of every file it changes
-    _ids/<id>.json          the subjects holding a file <subject>/<id>.json (what an erase of
+    .journal                a batch being written: every file it writes or removes
+    _ids/<id>.subjects      the subjects that have a folder <subject>/<id>/ (what an erase of
                             the memory <id> reads first: the subjects with links to it)
-    <subject>/<id>.json     every link of the subject with the memory or entity <id> at one
-                            end, source or target: what a read by id opens
-    <subject>/<key>.key     the two ends of the link with that key (what replacing or deleting
-                            a link by its key must find)
+    <subject>/<key>.link    one link of the subject: its two ends and its sealed blob
+    <subject>/<id>/<key>    an empty marker: the link <key> has <id> at one end
 
-A link's sealed blob is in the files of its two ends, and nowhere else. Every write (a batch
-of :meth:`LinkFolder.add`, a delete by key, the links of an erased memory) runs under the
-exclusive lock and first computes the new content of every file it changes; it writes them
-all to ``.journal`` (temp file, fsync, rename, fsync of the folder: the batch's commit
-point), then replaces or removes each file (atomically, with one sync per folder at the end)
-and removes the journal. A crash before the journal is in place changes nothing; after it,
-whoever takes the lock next finds the journal and finishes the batch (a reader upgrades its
-lock to do so). So a batch is stored whole or not at all, and a read never sees half of one.
-Removed links leave nothing behind: their files are rewritten without them or unlinked, and
-the journal is unlinked once applied.
+A link's sealed blob is in its ``.link`` file and nowhere else, and adding a link writes a
+few small files whatever the number of links its ends already have (an entity that every
+memory mentions is one folder of markers, never one large file rewritten). A read by id lists
+one folder per subject and reads the links it names; no memory file is read.
+
+Every write (a batch of :meth:`LinkFolder.add`, deletes by key, the links of an erased
+memory) runs under the exclusive lock and first works out every file it writes or removes;
+it writes that list to ``.journal`` (temp file, fsync, rename, fsync of the folder: the
+batch's commit point), then applies it (each file replaced atomically, one sync per folder at
+the end), then removes the journal. A crash before the journal is in place changes nothing;
+after it, whoever takes the lock next finds the journal and finishes the batch (a reader
+upgrades its lock to do so). So a batch is stored whole or not at all, and a read never sees
+half of one. A removed link leaves nothing: its file and its markers are unlinked, and so is
+the journal once applied.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -44,11 +47,14 @@ __all__ = ["LINKS", "LinkFolder"]
 #: The folder of a tenant and app's links (not a plain name, so never a subject's folder).
 LINKS = "_links"
 _IDS = "_ids"
+_SUBJECTS = ".subjects"  # not .json: nothing here looks like a memory file
 _JOURNAL = ".journal"
 _JOURNAL_FORMAT = "mainsdk-memory-links-journal/1"
 
-Ends = tuple[str, str]
-"""A link's ``(source, target)``."""
+Slot = tuple[str, str]
+"""``(subject, key)``: one link."""
+Marker = tuple[str, str, str]
+"""``(subject, id, key)``: one end of one link."""
 
 
 def _damaged(name: str) -> StoreError:
@@ -71,6 +77,16 @@ def _read(path: Path) -> Any:
         raise _damaged(path.name) from exc
 
 
+def _well_named(name: str) -> bool:
+    """Whether ``name`` (relative to the links folder) is one a batch may write or remove."""
+    parts = name.split("/")
+    if len(parts) == 2 and parts[0] == _IDS:
+        return parts[1].endswith(_SUBJECTS) and is_name(parts[1][: -len(_SUBJECTS)])
+    if len(parts) == 2:
+        return is_name(parts[0]) and parts[1].endswith(".link") and is_key(parts[1][:-5])
+    return len(parts) == 3 and is_name(parts[0]) and is_name(parts[1]) and is_key(parts[2])
+
+
 class LinkFolder:
     """The links of one tenant and app, in their folder (module docstring)."""
 
@@ -78,11 +94,11 @@ class LinkFolder:
         self.folder = folder
         self.tenant = tenant
         self.app = app
-        self._ends: dict[tuple[str, str], dict[str, StoredLink]] = {}  # (subject, id) -> links
-        self._keys: dict[tuple[str, str], Ends | None] = {}  # (subject, key) -> ends
-        self._where: dict[str, set[str]] = {}  # id -> subjects with a file of it
-        self._changed_ends: set[tuple[str, str]] = set()
-        self._changed_keys: set[tuple[str, str]] = set()
+        self._links: dict[Slot, StoredLink | None] = {}  # as stored, then as changed
+        self._listed: dict[tuple[str, str], set[str]] = {}  # (subject, id) -> keys there
+        self._where: dict[str, set[str]] = {}  # id -> subjects with a folder of it
+        self._changed: set[Slot] = set()
+        self._markers: dict[Marker, bool] = {}  # markers written (True) or removed (False)
 
     # -- locking --------------------------------------------------------------------------
 
@@ -133,161 +149,137 @@ class LinkFolder:
     def links(self, subjects: Iterable[str], ids: Iterable[str]) -> list[StoredLink]:
         """The links of these subjects with one of ``ids`` at an end, sorted by (subject, key)."""
         wanted = sorted({i for i in ids if is_name(i)})
-        found: dict[tuple[str, str], StoredLink] = {}
+        found: dict[Slot, StoredLink] = {}
         for subject in sorted({s for s in subjects if is_name(s)}):
             for memory_id in wanted:
-                for key, link in self._end(subject, memory_id).items():
-                    found[(subject, key)] = link
-        return [found[position] for position in sorted(found)]
+                for key in self._keys_at(subject, memory_id):
+                    link = self._link(subject, key)
+                    if link is not None and memory_id in (link.source, link.target):
+                        found[(subject, key)] = link
+        return [found[slot] for slot in sorted(found)]
 
-    def _end(self, subject: str, memory_id: str) -> dict[str, StoredLink]:
-        """The links of ``subject`` with ``memory_id`` at an end, by key (loaded once)."""
-        slot = (subject, memory_id)
-        held = self._ends.get(slot)
-        if held is not None:
-            return held
-        data = _read(self.folder / subject / f"{memory_id}.json")
-        held = {}
-        if data is not None:
-            try:
-                for item in data["links"]:
-                    link = StoredLink(
-                        tenant=self.tenant,
-                        app=self.app,
-                        subject=subject,
-                        source=item["source"],
-                        target=item["target"],
-                        key=item["key"],
-                        sealed=base64.b64decode(item["sealed"], validate=True),
-                    )
-                    if not (
-                        is_key(link.key)
-                        and is_name(link.source)
-                        and is_name(link.target)
-                        and memory_id in (link.source, link.target)
-                    ):
-                        raise ValueError("link")
-                    held[link.key] = link
-            except (KeyError, TypeError, ValueError) as exc:
-                raise _damaged(f"{memory_id}.json") from exc
-        self._ends[slot] = held
-        return held
-
-    def _ends_of(self, subject: str, key: str) -> Ends | None:
-        """The ends of the stored link ``key`` of ``subject``, or ``None``."""
+    def _link(self, subject: str, key: str) -> StoredLink | None:
+        """The link ``key`` of ``subject`` (as changed so far), or ``None``."""
         slot = (subject, key)
-        if slot in self._keys:
-            return self._keys[slot]
-        data = _read(self.folder / subject / f"{key}.key")
-        ends: Ends | None = None
+        if slot in self._links:
+            return self._links[slot]
+        data = _read(self.folder / subject / f"{key}.link")
+        link = None
         if data is not None:
             try:
-                source, target = data["source"], data["target"]
-            except (KeyError, TypeError) as exc:
-                raise _damaged(f"{key}.key") from exc
-            if not (is_name(source) and is_name(target)):
-                raise _damaged(f"{key}.key")
-            ends = (source, target)
-        self._keys[slot] = ends
-        return ends
+                link = StoredLink(
+                    tenant=self.tenant,
+                    app=self.app,
+                    subject=subject,
+                    source=data["source"],
+                    target=data["target"],
+                    key=key,
+                    sealed=base64.b64decode(data["sealed"], validate=True),
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise _damaged(f"{key}.link") from exc
+            if not (is_name(link.source) and is_name(link.target)):
+                raise _damaged(f"{key}.link")
+        self._links[slot] = link
+        return link
+
+    def _keys_at(self, subject: str, memory_id: str) -> set[str]:
+        """The keys of the subject's links with ``memory_id`` at an end, as stored (one
+        listing of its folder)."""
+        listed = self._listed.get((subject, memory_id))
+        if listed is None:
+            try:
+                names = os.listdir(self.folder / subject / memory_id)
+            except (FileNotFoundError, NotADirectoryError):
+                names = []
+            listed = self._listed[(subject, memory_id)] = {n for n in names if is_key(n)}
+        return listed
 
     def _subjects_of(self, memory_id: str) -> set[str]:
-        """The subjects holding a file of ``memory_id`` (loaded once)."""
+        """The subjects with a folder of ``memory_id``, as stored (loaded once)."""
         held = self._where.get(memory_id)
-        if held is not None:
-            return held
-        data = _read(self.folder / _IDS / f"{memory_id}.json")
-        held = set()
-        if data is not None:
-            try:
-                held = {s for s in data["subjects"] if is_name(s)}
-            except (KeyError, TypeError) as exc:
-                raise _damaged(f"{_IDS}/{memory_id}.json") from exc
-        self._where[memory_id] = held
+        if held is None:
+            data = _read(self.folder / _IDS / f"{memory_id}{_SUBJECTS}")
+            held = set()
+            if data is not None:
+                try:
+                    held = {s for s in data["subjects"] if is_name(s)}
+                except (KeyError, TypeError) as exc:
+                    raise _damaged(f"{_IDS}/{memory_id}{_SUBJECTS}") from exc
+            self._where[memory_id] = held
         return held
 
     # -- changing -------------------------------------------------------------------------
 
     def add(self, link: StoredLink) -> None:
         """Store ``link`` (well-formed, of this tenant and app), replacing the link of its key."""
-        old = self._ends_of(link.subject, link.key)
-        if old is not None:
-            self._detach(link.subject, link.key, old)
-        stored = StoredLink(
+        self.remove(link.subject, link.key)
+        slot = (link.subject, link.key)
+        self._links[slot] = StoredLink(
             self.tenant, self.app, link.subject, link.source, link.target, link.key,
             bytes(link.sealed),
         )
+        self._changed.add(slot)
         for memory_id in {link.source, link.target}:
-            self._end(link.subject, memory_id)[link.key] = stored
-            self._changed_ends.add((link.subject, memory_id))
-        self._keys[(link.subject, link.key)] = (link.source, link.target)
-        self._changed_keys.add((link.subject, link.key))
+            self._markers[(link.subject, memory_id, link.key)] = True
 
     def remove(self, subject: str, key: str) -> None:
         """Remove the link ``key`` of ``subject``, if it is stored."""
         if not (is_name(subject) and is_key(key)):
             return  # never stored: not a name a link can have
-        old = self._ends_of(subject, key)
-        if old is not None:
-            self._detach(subject, key, old)
+        old = self._link(subject, key)
+        if old is None:
+            return
+        self._links[(subject, key)] = None
+        self._changed.add((subject, key))
+        for memory_id in {old.source, old.target}:
+            self._markers[(subject, memory_id, key)] = False
 
     def remove_id(self, memory_id: str) -> None:
         """Remove every link, in any subject, with ``memory_id`` at an end."""
         if not is_name(memory_id):
             return
         for subject in sorted(self._subjects_of(memory_id)):
-            for key in list(self._end(subject, memory_id)):
+            for key in sorted(self._keys_at(subject, memory_id)):
                 self.remove(subject, key)
-            self._changed_ends.add((subject, memory_id))  # an empty file: removed
-
-    def _detach(self, subject: str, key: str, ends: Ends) -> None:
-        for memory_id in set(ends):
-            self._end(subject, memory_id).pop(key, None)
-            self._changed_ends.add((subject, memory_id))
-        self._keys[(subject, key)] = None
-        self._changed_keys.add((subject, key))
 
     def commit(self) -> None:
-        """Write every changed file: through the journal, then in place (module docstring)."""
+        """Write what changed: the list of files to the journal, then the files themselves."""
         files: dict[str, bytes | None] = {}
+        for subject, key in sorted(self._changed):
+            link = self._links[(subject, key)]
+            files[f"{subject}/{key}.link"] = None if link is None else json.dumps(
+                {
+                    "source": link.source,
+                    "target": link.target,
+                    "sealed": base64.b64encode(link.sealed).decode("ascii"),
+                }
+            ).encode()
+        ends: dict[tuple[str, str], dict[str, bool]] = {}
+        for (subject, memory_id, key), present in sorted(self._markers.items()):
+            files[f"{subject}/{memory_id}/{key}"] = b"" if present else None
+            ends.setdefault((subject, memory_id), {})[key] = present
+        emptied: list[str] = []
         touched: set[str] = set()
-        for subject, memory_id in sorted(self._changed_ends):
-            links = self._ends[(subject, memory_id)]
+        for (subject, memory_id), changes in sorted(ends.items()):
             subjects = self._subjects_of(memory_id)
-            name = f"{subject}/{memory_id}.json"
-            if links:
-                subjects.add(subject)
-                files[name] = json.dumps(
-                    {
-                        "links": [
-                            {
-                                "source": link.source,
-                                "target": link.target,
-                                "key": link.key,
-                                "sealed": base64.b64encode(link.sealed).decode("ascii"),
-                            }
-                            for _key, link in sorted(links.items())
-                        ]
-                    }
-                ).encode()
-            else:
-                subjects.discard(subject)
-                files[name] = None
-            touched.add(memory_id)
-        for subject, key in sorted(self._changed_keys):
-            ends = self._keys[(subject, key)]
-            files[f"{subject}/{key}.key"] = (
-                None
-                if ends is None
-                else json.dumps({"source": ends[0], "target": ends[1]}).encode()
-            )
+            if any(changes.values()):
+                left = True
+            else:  # only removals: is anything left in the folder?
+                left = bool(self._keys_at(subject, memory_id) - changes.keys())
+                if not left:
+                    emptied.append(f"{subject}/{memory_id}")
+            if left != (subject in subjects):
+                (subjects.add if left else subjects.discard)(subject)
+                touched.add(memory_id)
         for memory_id in sorted(touched):
             subjects = self._where[memory_id]
-            files[f"{_IDS}/{memory_id}.json"] = (
+            files[f"{_IDS}/{memory_id}{_SUBJECTS}"] = (
                 json.dumps({"subjects": sorted(subjects)}).encode() if subjects else None
             )
-        self._changed_ends.clear()
-        self._changed_keys.clear()
+        self._changed.clear()
+        self._markers.clear()
+        self._listed.clear()
         if not files:
             return
         journal = {
@@ -296,9 +288,10 @@ class LinkFolder:
                 [name, None if data is None else base64.b64encode(data).decode("ascii")]
                 for name, data in files.items()
             ],
+            "emptied": emptied,
         }
         write_private(self.folder / _JOURNAL, json.dumps(journal).encode())
-        _apply(self.folder, files)
+        _apply(self.folder, files, emptied)
         remove_durably(self.folder / _JOURNAL)
 
     @staticmethod
@@ -313,26 +306,21 @@ class LinkFolder:
                 raise ValueError("format")
             files: dict[str, bytes | None] = {}
             for name, content in data["files"]:
-                parts = name.split("/")
-                if not (
-                    len(parts) == 2
-                    and (parts[0] == _IDS or is_name(parts[0]))
-                    and (
-                        (parts[1].endswith(".json") and is_name(parts[1][: -len(".json")]))
-                        or (parts[1].endswith(".key") and is_key(parts[1][: -len(".key")]))
-                    )
-                ):
+                if not _well_named(name):
                     raise ValueError("name")
                 files[name] = None if content is None else base64.b64decode(content, validate=True)
+            emptied = [str(name) for name in data["emptied"]]
+            if not all(_well_named(f"{name}/{'0' * 32}") for name in emptied):
+                raise ValueError("name")
         except (KeyError, TypeError, ValueError) as exc:
             raise _damaged(_JOURNAL) from exc
-        _apply(folder, files)
+        _apply(folder, files, emptied)
         remove_durably(path)
 
 
-def _apply(folder: Path, files: dict[str, bytes | None]) -> None:
-    """Replace or remove each of ``files`` (names relative to ``folder``), then sync every
-    folder that changed."""
+def _apply(folder: Path, files: dict[str, bytes | None], emptied: Iterable[str]) -> None:
+    """Replace or remove each of ``files`` and the emptied marker folders (names relative to
+    ``folder``), then sync every folder that changed, deepest first."""
     synced: set[Path] = set()
     for name, data in files.items():
         path = folder / name
@@ -344,8 +332,13 @@ def _apply(folder: Path, files: dict[str, bytes | None]) -> None:
         else:
             if not path.parent.is_dir():
                 make_private_dir(path.parent)
-                synced.add(folder)  # the new subfolder's entry
+                synced.add(path.parent.parent)  # the new folder's entry
             write_private(path, data, sync_folder=False)
         synced.add(path.parent)
+    for name in emptied:
+        with contextlib.suppress(OSError):  # gone already, or not empty: keep it
+            (folder / name).rmdir()
+            synced.add((folder / name).parent)
     for changed in sorted(synced, key=lambda p: len(p.parts), reverse=True):
-        fsync_folder(changed)
+        with contextlib.suppress(FileNotFoundError):
+            fsync_folder(changed)
