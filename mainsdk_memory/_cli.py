@@ -102,9 +102,15 @@ def _demo(_: argparse.Namespace) -> int:
             _say(f"4. The context block for {question!r} (a user message, never a system one)")
             print(ada.context(question, top_k=2))
 
-            _say("5. Revise: Ada moved to Porto in October")
-            ada.revise(home.id, "Ada lives in Porto.", valid_from=october,
-                       source=Source.person("ada"))
+            _say("5. Remember what changed: formation makes it the next version")
+            moved = ada.remember("Ada moved to Porto.", valid_from=october,
+                                 source=Source.person("ada"))
+            assert moved.formation is not None  # noqa: S101 - remember always forms here
+            print(f"  formation: {moved.formation.outcome} of {moved.formation.target} "
+                  f"({moved.formation.reason}); the same memory, version {moved.version}")
+            again = ada.remember("Ada moved to Porto.", source=Source.person("ada"))
+            assert again.formation is not None  # noqa: S101 - remember always forms here
+            print(f"  said again: {again.formation.outcome}, nothing new stored")
             for version in ada.history(home.id):
                 until = version.valid_to.date() if version.valid_to else "now"
                 print(f"  v{version.version}: {version.text:<22} "

@@ -27,13 +27,15 @@ and novel memories from the terms and vectors alone, and typed facts (``data=`` 
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from mainsdk_memory._mentions import mentions
 from mainsdk_memory._text import DEFAULT_LANGUAGE, index_terms
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "Decision",
     "Neighbour",
     "Outcome",
+    "WordSimilarity",
     "classify",
     "refined_text",
 ]
@@ -203,6 +206,9 @@ RELATED: Final = 0.42
 SAME: Final = 0.78
 #: Similarity from which two texts speak of one attribute (for a change or a contradiction).
 FRAME: Final = 0.5
+#: Word cosine from which two words are near-synonyms (doctor and physician 0.82; home and
+#: house 0.72; chemistry and history 0.10; window and aisle 0.0).
+SYNONYM: Final = 0.6
 #: How many words of its own each side of a paraphrase may hold (no name, no number).
 PARAPHRASE: Final = 2
 #: Share of the neighbour's terms the candidate must hold to refine it.
@@ -247,6 +253,8 @@ class _Text:
     """Capitalised words inside the text (not the first): names of people, places, things."""
     first: frozenset[str]
     """The first word's terms, when it is capitalised (a name, or just a sentence start)."""
+    written: dict[str, str]
+    """Each term's first word as written (what a word similarity compares)."""
 
 
 #: A number as written: digits, with the separators of thousands, times and phone numbers.
@@ -259,6 +267,7 @@ def _number(written: str) -> str | None:
     return digits.lstrip("0") or ("0" if digits else None)
 
 
+@functools.lru_cache(maxsize=4096)
 def _read(text: str, language: str) -> _Text:
     folded = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
     words = _WORD.findall(folded)
@@ -266,14 +275,24 @@ def _read(text: str, language: str) -> _Text:
     raw_first = _WORD.findall(unicodedata.normalize("NFKC", text))
     subject_name = None
     if raw_first and raw_first[0][:1].isupper() and len(words) > 2:
-        subject_name = frozenset(index_terms(raw_first[0], language))
+        first = raw_first[0]
+        # A name that starts the text is whom it is about ("Ada lives …"); a capitalised
+        # word that is not a name is a sentence start ("Allergic to nuts.").
+        if any(found.name.split()[0] == first for found in mentions(text, language)):
+            subject_name = frozenset(index_terms(first, language))
     numbers = Counter(_number(found.group()) or "0" for found in _NUMERAL.finditer(folded))
     numbers.update(_NUMBER_WORDS[word] for word in words if word in _NUMBER_WORDS)
     terms = set()
-    for term in index_terms(" ".join(w for w in words if w not in _SUBJECT_WORDS), language):
-        if _DIGITS.search(term) or term in _NUMBER_WORDS:
-            continue  # numbers are compared as numbers
-        terms.add(_SYNONYMS.get(term, term))
+    written: dict[str, str] = {}
+    for word in words:
+        if word in _SUBJECT_WORDS:
+            continue
+        for term in index_terms(word, language):
+            if _DIGITS.search(term) or term in _NUMBER_WORDS:
+                continue  # numbers are compared as numbers
+            term = _SYNONYMS.get(term, term)
+            terms.add(term)
+            written.setdefault(term, word)
     if subject_name and english:
         terms -= subject_name
     names = frozenset(
@@ -295,6 +314,7 @@ def _read(text: str, language: str) -> _Text:
         numbers=numbers,
         names=names,
         first=subject_name or frozenset(),
+        written=written,
     )
 
 
@@ -351,13 +371,22 @@ def _unmatched(mine: frozenset[str], theirs: frozenset[str]) -> frozenset[str]:
 # -- the decision --------------------------------------------------------------------------
 
 
+WordSimilarity = Callable[[str, str], float]
+"""The cosine of two words' embeddings (the store's embedder), or nothing without one."""
+
+
 def classify(
     candidate: str,
     neighbours: Sequence[Neighbour],
     *,
     language: str = DEFAULT_LANGUAGE,
+    similar: WordSimilarity | None = None,
 ) -> Decision:
-    """How ``candidate`` relates to ``neighbours`` (closest first), as one :class:`Decision`."""
+    """How ``candidate`` relates to ``neighbours`` (closest first), as one :class:`Decision`.
+
+    ``similar`` compares single words (a paraphrase is a duplicate only when each word of
+    its own has a near-synonym on the other side); without it (no embedder, a child's
+    memory) only texts with the same terms are duplicates."""
     if not neighbours:
         return Decision("novel", None, "nothing-close")
     normal = _normal(candidate)
@@ -377,7 +406,7 @@ def classify(
     same_attribute = bool((new.classes & held.classes) - _MANY_VALUED)
     if closeness < RELATED and not _shared_names(new, held) and not same_attribute:
         return Decision("novel", None, "nothing-close")
-    return _against(new, held, neighbour.memory_id, closeness, english)
+    return _against(new, held, neighbour.memory_id, closeness, english, similar)
 
 
 def _fact_sized(new: _Text, held: _Text) -> bool:
@@ -408,7 +437,14 @@ def _shared_names(new: _Text, held: _Text) -> frozenset[str]:
     return (new.names & (held.names | held.first)) | (new.first & held.names)
 
 
-def _against(new: _Text, held: _Text, target: str, closeness: float, english: bool) -> Decision:
+def _against(
+    new: _Text,
+    held: _Text,
+    target: str,
+    closeness: float,
+    english: bool,
+    similar: WordSimilarity | None,
+) -> Decision:
     """The decision against the closest neighbour (see the module docstring)."""
     only_new = _unmatched(new.terms, held.terms)
     only_held = _unmatched(held.terms, new.terms)
@@ -429,6 +465,8 @@ def _against(new: _Text, held: _Text, target: str, closeness: float, english: bo
     named = (only_new & new.names) or (only_held & held.names)
     if (
         facts
+        and similar is not None
+        and _synonyms(new, only_new, held, only_held, similar)
         and closeness >= SAME
         and not says_more
         and not named
@@ -453,6 +491,26 @@ def _against(new: _Text, held: _Text, target: str, closeness: float, english: bo
     if facts and only_new and 1 - len(only_held) / held_terms >= REFINES:
         return Decision("refinement", target, "adds-detail")
     return Decision("related", target, "shares-terms" if closeness < SAME else "close-meaning")
+
+
+def _synonyms(
+    new: _Text,
+    only_new: frozenset[str],
+    held: _Text,
+    only_held: frozenset[str],
+    similar: WordSimilarity,
+) -> bool:
+    """Whether every word of its own on each side has a near-synonym on the other ("doctor"
+    and "physician" do; "chemistry" and "history" do not: another value, not other words)."""
+    def matched(mine: frozenset[str], me: _Text, theirs: frozenset[str], them: _Text) -> bool:
+        return all(
+            any(similar(me.written[a], them.written[b]) >= SYNONYM for b in theirs)
+            for a in mine
+        )
+
+    if not only_new or not only_held:
+        return True  # one side holds nothing of its own: nothing to match
+    return matched(only_new, new, only_held, held) and matched(only_held, held, only_new, new)
 
 
 def refined_text(held: str, candidate: str, language: str = DEFAULT_LANGUAGE) -> str:

@@ -24,15 +24,24 @@ from pydantic import BaseModel
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError
-from mainsdk_memory._formation import Neighbour
+from mainsdk_memory._formation import Neighbour, WordSimilarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
 from mainsdk_memory._records import MemoryRecord
 from mainsdk_memory._sealing import open_record
+from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
-__all__ = ["NEIGHBOURS", "Held", "fact_key_term", "keyed", "neighbours", "scope_filter"]
+__all__ = [
+    "NEIGHBOURS",
+    "Held",
+    "fact_key_term",
+    "keyed",
+    "neighbours",
+    "scope_filter",
+    "word_similarity",
+]
 
 #: How many memories a candidate is compared with: the best of each ranking.
 NEIGHBOURS: Final = 5
@@ -47,6 +56,20 @@ class Held:
     neighbour: Neighbour
     record: MemoryRecord
     row: StoredRow
+
+
+def word_similarity(index: VectorIndex) -> WordSimilarity:
+    """The cosine of two words' embeddings under the store's embedder, each word embedded
+    once per call of formation (for :func:`classify`'s paraphrase rule)."""
+    embedded: dict[str, npt.NDArray[np.float32]] = {}
+
+    def vector(word: str) -> npt.NDArray[np.float32]:
+        found = embedded.get(word)
+        if found is None:
+            found = embedded[word] = index.embed(word)
+        return found
+
+    return lambda one, other: float(vector(one) @ vector(other))
 
 
 def scope_filter(caller: Caller, subject: str) -> Filter:

@@ -47,7 +47,7 @@ from mainsdk_memory._errors import (
     ScopeError,
 )
 from mainsdk_memory._formation import Decision, classify, refined_text
-from mainsdk_memory._forming import Held, fact_key_term, keyed, neighbours
+from mainsdk_memory._forming import Held, fact_key_term, keyed, neighbours, word_similarity
 from mainsdk_memory._integrity import (
     check_versions,
     leave_out_tampered,
@@ -408,9 +408,11 @@ class _Handle:
         caller = self._caller
         contents = new.contents
         vector = None
+        similar = None
         index = embedding_index(caller, child=new.child)
-        if index is not None:
+        if index is not None:  # never for a child: their words reach no embedder
             vector = index.embed(contents.text)
+            similar = word_similarity(index)
         leave_out = frozenset(memory_id for _, memory_id in new.sources)
         helds: builtins.list[Held]
         if new.key_term is not None and data is not None:
@@ -424,7 +426,7 @@ class _Handle:
             helds = neighbours(caller, new.subject, contents.text, contents.language, vector,
                                leave_out=leave_out)
             decision = classify(contents.text, [held.neighbour for held in helds],
-                                language=contents.language)
+                                language=contents.language, similar=similar)
             if decision.outcome in ("duplicate", "supersession", "refinement"):
                 # Another key is another fact: it can only be related to this one.
                 decision = Decision("related", decision.target, "not-allowed")
@@ -432,7 +434,7 @@ class _Handle:
             helds = neighbours(caller, new.subject, contents.text, contents.language, vector,
                                leave_out=leave_out)
             decision = classify(contents.text, [held.neighbour for held in helds],
-                                language=contents.language)
+                                language=contents.language, similar=similar)
         held = next((one for one in helds if one.record.id == decision.target), None)
         return self._apply(new, decision, held, note, vector, explicit_start)
 

@@ -22,14 +22,16 @@ def test_demo_walks_through_every_step_and_cleans_up() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for step in ("Create a project key store", "Remember", "Recall", "context block",
-                 "Revise", "Forget", "verify"):
+                 "Remember what changed", "Forget", "verify"):
         assert step in out
+    assert "formation: supersession of mem_" in out  # the move is the next version
+    assert "said again: duplicate, nothing new stored" in out
     assert "<memory-data>" in out and "</memory-data>" in out
     # The natural question, printed as run, finds the WhatsApp memory by meaning (top 3).
     recall = out.split("== 3. Recall 'how do we reach her?'")[1].split("== 4.")[0]
     assert "Ada prefers WhatsApp over email." in recall
     assert "Where did she live in September? Ada lives in Lisbon." in out
-    assert "Where does she live now?         Ada lives in Porto." in out
+    assert "Where does she live now?         Ada moved to Porto." in out
     assert "a tampered receipt is refused" in out
     assert "recall after forget: 0 match(es)" in out
     demo_dir = next(line.split()[-1] for line in out.splitlines() if "key store:" in line)

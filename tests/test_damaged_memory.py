@@ -156,7 +156,10 @@ def three(
         tenant.use("acme"),
     ):
         ada = memory.acting_for("ada", agent="bot")
-        yield memory, [ada.remember(said) for said in TEXTS]
+        # Stored as they are: formation would read neighbours between the writes, and the
+        # local driver's cache does not notice a file replaced behind a logged write (see
+        # the closing note of issue 15); these tests are about damage, not formation.
+        yield memory, [ada.remember(said, formation=False) for said in TEXTS]
 
 
 def _check_only_it_is_damaged(
@@ -265,7 +268,7 @@ def test_a_retention_sweep_erases_a_damaged_memory_with_the_others(
         tenant.use("acme"),
     ):
         ada = memory.acting_for("ada", agent="bot")
-        first, broken, last = (ada.remember(said) for said in TEXTS)
+        first, broken, last = (ada.remember(said, formation=False) for said in TEXTS)
         _damage(memory, store_url, broken.id, cell="recorded_at")
         now[0] += timedelta(days=31)
         erased = {receipt.memory_id for receipt in memory.enforce_retention()}
@@ -286,7 +289,7 @@ def test_a_vector_recall_leaves_a_damaged_memory_out(
         tenant.use("acme"),
     ):
         ada = memory.acting_for("ada", agent="bot")
-        first, broken, last = (ada.remember(said) for said in TEXTS)
+        first, broken, last = (ada.remember(said, formation=False) for said in TEXTS)
         _damage(memory, store_url, broken.id)
         for mode in ("vector", "hybrid"):
             found = {hit.record.id for hit in ada.recall("honey bees", top_k=10, mode=mode)}
@@ -400,7 +403,7 @@ def test_any_damaged_local_file_affects_only_its_memory(
     store_url = f"local:{tmp_path / 'store'}"
     with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
         ada = memory.acting_for("ada", agent="bot")
-        first, broken, last = (ada.remember(said) for said in TEXTS)
+        first, broken, last = (ada.remember(said, formation=False) for said in TEXTS)
         path = _memory_file(store_url, broken.id)
         _replace_file(path, _wrong(path, damage))
         others = {first.id, last.id}
@@ -417,7 +420,7 @@ def test_a_local_file_damaged_in_place_is_seen_by_the_next_reader_and_a_restore_
     store_url = f"local:{tmp_path / 'store'}"
     with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
         ada = memory.acting_for("ada", agent="bot")
-        first, broken, last = (ada.remember(said) for said in TEXTS)
+        first, broken, last = (ada.remember(said, formation=False) for said in TEXTS)
         path = _memory_file(store_url, broken.id)
         backup = path.read_bytes()
         path.write_bytes(GARBAGE)  # the same file changed in place (a disk, a bad edit)
@@ -485,7 +488,7 @@ def test_a_damaged_cell_of_a_row_affects_only_its_memory(
 ) -> None:
     with Memory.open(db_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
         ada = memory.acting_for("ada", agent="bot")
-        first, broken, last = (ada.remember(said) for said in TEXTS)
+        first, broken, last = (ada.remember(said, formation=False) for said in TEXTS)
         _set_cell(_db(memory), broken.id, cell)
         others = {first.id, last.id}
         assert {hit.record.id for hit in ada.recall("honey bees", top_k=10)} == others

@@ -132,8 +132,8 @@ def test_a_contradiction_is_a_new_memory_linked_both_ways(memory: Memory) -> Non
     assert (denied.formation.outcome, denied.formation.target) == ("contradiction", allergic.id)
     assert denied.id != allergic.id and denied.version == 1
     assert ada.get(allergic.id).is_current  # neither replaces the other
-    assert ("contradicts", allergic.id) in {(link.kind, link.target) for link in ada.links(denied.id)}
-    assert ("contradicts", denied.id) in {(link.kind, link.target) for link in ada.links(allergic.id)}
+    assert ("contradicts", allergic.id) in {(ln.kind, ln.target) for ln in ada.links(denied.id)}
+    assert ("contradicts", denied.id) in {(ln.kind, ln.target) for ln in ada.links(allergic.id)}
     birthday = ada.remember("Ada's birthday is on March 3.")
     other = ada.remember("Ada was born on May 5.")
     assert other.formation is not None
@@ -281,7 +281,7 @@ def test_concurrent_duplicates_make_one_memory(store_url: str, keys_path: Path) 
                 handle = own.acting_for("ada", agent="bot")
                 barrier.wait()
                 ids.append(handle.remember("Ada prefers window seats.").id)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write) for _ in range(8)]
@@ -309,7 +309,7 @@ def test_concurrent_changes_keep_every_version(store_url: str, keys_path: Path) 
                 handle = own.acting_for("ada", agent="bot")
                 barrier.wait()
                 handle.remember(f"Ada's phone number is 555-01{number:02d}.")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(1, 5)]

@@ -290,8 +290,8 @@ _WRITER = textwrap.dedent(
                      limits=AgentLimits(memories_per_person=10)) as memory, tenant.use("acme"):
         bot = memory.acting_for("ada", agent="bot")
         for i in range(6):
-            try:
-                bot.remember(f"Ada note {name} {i}.")
+            try:  # as they are: this tests the cap, not formation (a duplicate stores nothing)
+                bot.remember(f"Ada note {name} {i}.", formation=False)
                 stored += 1
             except LimitExceededError:
                 pass

@@ -147,8 +147,8 @@ def test_the_change_log_is_restarted_without_losing_memories(
         writer = writer_mem.acting_for("ada", agent="a")
         reader = reader_mem.person("ada")
         ids = []
-        for i in range(25):
-            ids.append(writer.remember(f"Ada planted tree number {i}.").id)
+        for i in range(25):  # as they are: this tests the change log, not formation
+            ids.append(writer.remember(f"Ada planted tree number {i}.", formation=False).id)
             assert len(reader.recall("tree planted", top_k=100)) == i + 1
         log = next(store.rglob(".changes"))
         assert log.stat().st_size <= 200 + 40  # it was restarted along the way

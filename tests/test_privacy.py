@@ -163,8 +163,8 @@ def test_an_interrupted_erase_finishes_when_run_again(tmp_path: Path, keys_path:
     store = tmp_path / "store"
     with Memory.open(f"local:{store}", keys=keys_path, app="app") as memory, tenant.use("acme"):
         bot = memory.acting_for("ada", agent="bot")
-        for i in range(200):
-            bot.remember(f"Ada diary line {i}.")
+        for i in range(200):  # as they are: this tests the erase, not formation
+            bot.remember(f"Ada diary line {i}.", formation=False)
     files = lambda: len(list(store.rglob("mem_*.json")))  # noqa: E731
     assert files() == 200
     for _attempt in range(5):  # kill it part way; retry if it was too fast or too slow
@@ -231,10 +231,12 @@ def test_retention_hides_at_once_and_the_sweep_erases_with_receipts(
     with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: now[0],
                      retention={"personal": timedelta(days=30)}) as memory, tenant.use("acme"):
         bot = memory.acting_for("ada", agent="bot")
-        old = bot.remember("Ada's temporary door code is 1234.")
-        lasting = bot.remember("Ada's company is Lumen.", labels=["work"])
+        # Stored as they are: this tests retention, not formation (which would make the new
+        # door code the old one's next version, one memory instead of two).
+        old = bot.remember("Ada's temporary door code is 1234.", formation=False)
+        lasting = bot.remember("Ada's company is Lumen.", labels=["work"], formation=False)
         now[0] += timedelta(days=20)
-        fresh = bot.remember("Ada's new door code is 9876.")
+        fresh = bot.remember("Ada's new door code is 9876.", formation=False)
         now[0] += timedelta(days=11)  # old is 31 days old, fresh 11
         assert [h.record.id for h in bot.recall("door code")] == [fresh.id]
         with pytest.raises(MemoryNotFound):

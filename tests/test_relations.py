@@ -42,7 +42,7 @@ def test_an_insight_links_to_what_it_was_derived_from(memory: Memory) -> None:
         "Ada seems to prefer calm evenings.", kind="insight", derived_from=[quiet.id, early.id]
     )
     assert insight.derived_from == (quiet.id, early.id)
-    derived = {Link(kind="derived_from", target=quiet.id), Link(kind="derived_from", target=early.id)}
+    derived = {Link(kind="derived_from", target=one.id) for one in (quiet, early)}
     assert derived <= set(ada.links(insight.id))
     assert Link(kind="derived_from", target=insight.id, direction="in") in ada.links(quiet.id)
     assert ada.history(insight.id)[0].derived_from == (quiet.id, early.id)
@@ -155,3 +155,14 @@ def test_no_relations_capability_is_a_clear_error(tmp_path: Path) -> None:
                 call()
             assert refused.value.capability == "relations"
         assert len(memory.person("ada").list().items) == 2
+
+
+def test_the_driver_sees_which_ids_are_linked_never_how(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot")
+    source = ada.remember("Ada is allergic to penicillin, says Dr Okafor.")
+    ada.remember("Ada is not allergic to penicillin.")
+    ada.remember("Ada reacts badly to some drugs.", kind="insight", derived_from=[source.id])
+    assert any(link.kind == "mentions" for link in ada.links(source.id))
+    for _, data in memory.driver.raw_dump():
+        for word in (b"derived_from", b"contradicts", b"mentions", b"related", b"Okafor"):
+            assert word not in data

@@ -649,10 +649,13 @@ def test_signals_never_lift_a_memory_above_a_more_trusted_one_of_the_same_releva
     said = memory.person("ada").remember("Ada's party is on Friday.", kind="event")
     clock[0] += timedelta(days=20)
     bot = memory.acting_for("ada", agent="bot", session="s1")
+    # Stored as they are: the same text from three sources on purpose (this tests ranking by
+    # trust, not formation, which would keep one memory of them).
     scraped = bot.remember(
-        "Ada's party is on Friday.", kind="event", source=Source.web("https://x.test")
+        "Ada's party is on Friday.", kind="event", source=Source.web("https://x.test"),
+        formation=False,
     )
-    guessed = bot.remember("Ada's party is on Friday.", kind="event")
+    guessed = bot.remember("Ada's party is on Friday.", kind="event", formation=False)
     bot.feedback(guessed.id, 1)
     for _ in range(3):
         bot.recall("party friday", top_k=3)

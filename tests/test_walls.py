@@ -49,8 +49,10 @@ def test_trust_follows_the_source_and_cannot_be_passed_in(memory: Memory) -> Non
         Source.web("https://example.test/page"): Trust.UNTRUSTED,
         Source.import_("legacy.csv"): Trust.UNTRUSTED,
     }
-    for source, trust in cases.items():
-        record = bot.remember(f"Ada note from {source.kind} {source.id}.", source=source)
+    for source, trust in cases.items():  # as they are: this tests trust, not formation
+        record = bot.remember(
+            f"Ada note from {source.kind} {source.id}.", source=source, formation=False
+        )
         assert record.trust is trust and record.source == source
         assert record.confirmed_by is None
     ada = memory.person("ada")
@@ -68,9 +70,13 @@ def test_equal_relevance_never_puts_untrusted_above_confirmed(memory: Memory) ->
     memory.grant("bot", read="all")  # so the bot sees what ada said through her own handle
     bot = memory.acting_for("ada", agent="bot", session="s1")
     # Written in this order so that recency alone would put the untrusted one first.
+    # Stored as they are: the same text from three sources on purpose (this tests ranking by
+    # trust, not formation, which would keep one memory of them).
     said = memory.person("ada").remember("Ada's parcel locker is 17.")
-    guessed = bot.remember("Ada's parcel locker is 17.")
-    scraped = bot.remember("Ada's parcel locker is 17.", source=Source.web("https://x.test"))
+    guessed = bot.remember("Ada's parcel locker is 17.", formation=False)
+    scraped = bot.remember(
+        "Ada's parcel locker is 17.", source=Source.web("https://x.test"), formation=False
+    )
     hits = bot.recall("parcel locker", top_k=3)
     assert len({hit.score for hit in hits}) == 1
     assert [hit.record.id for hit in hits] == [said.id, guessed.id, scraped.id]
@@ -196,7 +202,9 @@ def test_each_stored_version_is_checked_once_per_process_and_stays_flagged(
     with Memory.open(store_url, keys=keys_path, app="app", audit=sink,
                      detector=detector) as after:
         bot = after.acting_for("ada", agent="bot")
-        clean = bot.remember("Ada's cat is called Pixel.")
+        # As it is: formation would open (and so check) the flagged neighbour at this write;
+        # this tests the check's once-per-process verdicts, not formation.
+        clean = bot.remember("Ada's cat is called Pixel.", formation=False)
         assert detector.checked == [clean.text]  # checked at write
         for _ in range(3):
             assert [hit.record.id for hit in bot.recall("cat Pixel")] == [clean.id]
@@ -272,8 +280,10 @@ def test_the_kill_switch_stops_an_agent_at_once(memory: Memory, store_url: str,
 
 def test_limits_refuse_with_a_clear_error(store_url: str, keys_path: Path) -> None:
     clock = [datetime(2026, 11, 30, 9, 0, tzinfo=UTC)]
+    # formation=False: the notes are stored as they are (this tests limits, not formation,
+    # which would merge "Ada note after a minute." into "Ada note 2.").
     with Memory.open(store_url, keys=keys_path, app="app", clock=lambda: clock[0],
-                     limits=AgentLimits(writes_per_minute=3)) as memory:
+                     limits=AgentLimits(writes_per_minute=3), formation=False) as memory:
         bot = memory.acting_for("ada", agent="bot")
         for i in range(3):
             bot.remember(f"Ada note {i}.")

@@ -38,7 +38,13 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory._errors import StoreError
-from mainsdk_memory._files import fsync_folder, make_private_dir, remove_durably, write_private
+from mainsdk_memory._files import (
+    FILE_MODE,
+    fsync_folder,
+    make_private_dir,
+    remove_durably,
+    write_private,
+)
 from mainsdk_memory.drivers._links import is_key, is_name
 from mainsdk_memory.drivers._protocol import StoredLink
 
@@ -318,6 +324,19 @@ class LinkFolder:
         remove_durably(path)
 
 
+def _touch(path: Path) -> None:
+    """Create the empty marker ``path`` (0600) if it is missing. A marker holds no bytes, so
+    the sync of its folder, which :func:`_apply` does last, is all its durability needs (a
+    data sync of an empty file is one more disk flush for nothing)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        if os.fstat(fd).st_size:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
 def _apply(folder: Path, files: dict[str, bytes | None], emptied: Iterable[str]) -> None:
     """Replace or remove each of ``files`` and the emptied marker folders (names relative to
     ``folder``), then sync every folder that changed, deepest first."""
@@ -333,7 +352,10 @@ def _apply(folder: Path, files: dict[str, bytes | None], emptied: Iterable[str])
             if not path.parent.is_dir():
                 make_private_dir(path.parent)
                 synced.add(path.parent.parent)  # the new folder's entry
-            write_private(path, data, sync_folder=False)
+            if data:
+                write_private(path, data, sync_folder=False)
+            else:
+                _touch(path)
         synced.add(path.parent)
     for name in emptied:
         with contextlib.suppress(OSError):  # gone already, or not empty: keep it
