@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, cast
 
 from mainsdk_memory._caller import Caller
@@ -117,11 +117,17 @@ def _resolve_or_add(
     first seen untyped takes the first type a later text gives it."""
     entity_id = _lookup(caller, keys, row_subject, found.name)
     if entity_id is not None:
-        if found.type != "other":
-            document = _read_entity(caller, keys, row_subject, entity_id)
-            if document is not None and document.get("type") == "other":
-                document["type"] = found.type
-                _put(caller, keys, _entity_record(row_subject, entity_id), document)
+        document = _read_entity(caller, keys, row_subject, entity_id)
+        if document is None:
+            return entity_id
+        known = {alias_key(str(alias)) for alias in document.get("aliases", [])}
+        if alias_key(found.name) not in known:
+            # "Tom" for Tom Becker: the form this text says joins the aliases, so a caller
+            # who only ever read "Tom" sees the entity by that name.
+            _add_alias(caller, keys, row_subject, entity_id, document, found)
+        elif found.type != "other" and document.get("type") == "other":
+            document["type"] = found.type
+            _put(caller, keys, _entity_record(row_subject, entity_id), document)
         return entity_id
     tokens = found.name.split()
     if _personal_name(found):
@@ -160,7 +166,7 @@ def _add_alias(
     if alias_key(name) not in {alias_key(alias) for alias in aliases}:
         aliases = [*aliases, name][-MAX_ALIASES:]
     canonical = str(document["name"])
-    if len(name) > len(canonical):
+    if len(name) > len(canonical) and same_entity(name, canonical):
         canonical = name  # the fuller name is the canonical one
     kind = document.get("type", "other")
     updated = {
@@ -248,9 +254,14 @@ def _listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
     return [(key, value) for key, value in found if key.startswith(prefix)]
 
 
-def entities_of(caller: Caller, row_subjects: Sequence[str], visible: set[str]) -> list[Entity]:
-    """The entities of ``row_subjects`` the caller may see, with how many of the memories
-    in ``visible`` mention each; an entity none of them mentions is left out."""
+def entities_of(
+    caller: Caller, row_subjects: Sequence[str], texts: Mapping[str, str]
+) -> list[Entity]:
+    """The entities of ``row_subjects`` that the memories in ``texts`` (id → the text the
+    caller may read) mention, with how many of them mention each. An entity's record holds
+    every alias any memory gave it, seen by the caller or not: only the aliases these texts
+    say are shown, the longest as the name, so no other agent's, session's or quarantined
+    memory's words reach this caller."""
     out: list[Entity] = []
     for row_subject in row_subjects:
         keys = _keys(caller, row_subject, create=False)
@@ -262,20 +273,28 @@ def entities_of(caller: Caller, row_subjects: Sequence[str], visible: set[str]) 
             document = _open(caller, keys, key, sealed)
             if document is not None:
                 found[key[len(prefix):]] = document
-        counts: dict[str, set[str]] = {}
+        mentioning: dict[str, set[str]] = {}
         for link, kind in stored_links(caller, sorted(found)):
-            if kind == "mentions" and link.source in visible:
-                counts.setdefault(link.target, set()).add(link.source)
+            if kind == "mentions" and link.source in texts:
+                mentioning.setdefault(link.target, set()).add(link.source)
         for entity_id, document in sorted(found.items()):
-            if entity_id not in counts:
+            sources = mentioning.get(entity_id)
+            if not sources:
+                continue
+            said = " ".join(f" {alias_key(texts[one])} " for one in sources)
+            names = [str(document.get("name", "")), *map(str, document.get("aliases", []))]
+            shown = [
+                name for name in dict.fromkeys(names) if name and f" {alias_key(name)} " in said
+            ]
+            if not shown:
                 continue
             out.append(
                 Entity(
                     id=entity_id,
-                    name=str(document["name"]),
+                    name=max(shown, key=len),
                     type=cast(EntityType, document.get("type", "other")),
-                    aliases=tuple(str(alias) for alias in document.get("aliases", [])),
-                    memories=len(counts[entity_id]),
+                    aliases=tuple(shown),
+                    memories=len(sources),
                 )
             )
     out.sort(key=lambda entity: (-entity.memories, entity.name.casefold(), entity.id))

@@ -455,6 +455,16 @@ def _against(
     shared = _overlap(new, held) >= SHARED
     exclusive = bool((new.classes & held.classes) - _MANY_VALUED)
     claims = english and facts  # cues are read in English, in texts the size of a fact
+    if not english:
+        # Outside English a negation is a stopword ("nicht", "pas"): two texts with the same
+        # terms may say opposite things, so only the same words are a duplicate (above).
+        if facts and only_new and 1 - len(only_held) / (len(held.terms) or 1) >= REFINES:
+            return Decision("refinement", target, "adds-detail")
+        return Decision("related", target, "shares-terms")
+    if _holders(new) != _holders(held) and _holders(new) and _holders(held):
+        # "My sister lives in Lisbon" is no version of "My brother lives in Lisbon", nor
+        # "Ben is allergic to peanuts" a repeat of "Tom is allergic to peanuts".
+        return Decision("related", target, "shares-terms")
     if claims and new.negated != held.negated and closeness >= FRAME and (shared or exclusive):
         if _says(new, _ENDINGS):
             return Decision("supersession", target, "says-it-changed")
@@ -491,6 +501,25 @@ def _against(
     if facts and only_new and 1 - len(only_held) / held_terms >= REFINES:
         return Decision("refinement", target, "adds-detail")
     return Decision("related", target, "shares-terms" if closeness < SAME else "close-meaning")
+
+
+#: Words that say whose fact it is: a relative, a partner, a colleague.
+_KIN: Final = frozenset(
+    {
+        "mother", "father", "sister", "brother", "son", "daughter", "wife", "husband",
+        "partner", "girlfriend", "boyfriend", "fiance", "fiancee", "grandmother",
+        "grandfather", "grandma", "grandpa", "aunt", "uncle", "cousin", "niece", "nephew",
+        "friend", "colleague", "neighbour", "neighbor", "roommate", "child", "baby", "kid",
+        "mum", "mom", "dad", "parents", "sibling", "stepmother", "stepfather",
+    }
+)  # fmt: skip
+
+
+def _holders(text: _Text) -> frozenset[str]:
+    """Whose fact the text states, as far as its words say: the name it starts with and the
+    relatives it names (nothing for a note about the person acted for)."""
+    kin = frozenset(word for word in text.written.values() if word in _KIN)
+    return text.first | kin
 
 
 def _synonyms(

@@ -207,7 +207,14 @@ class Privacy:
                 ),
                 "entities": [
                     entity.model_dump(mode="json")
-                    for entity in entities_of(person, (pseudonym,), set(note.memory_ids))
+                    for entity in entities_of(
+                        person,
+                        (pseudonym,),
+                        {
+                            memory["id"]: " ".join(v["text"] for v in memory["versions"])
+                            for memory in memories
+                        },
+                    )
                 ] if relation_store(person) is not None else [],
             }
 

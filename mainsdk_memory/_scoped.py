@@ -369,10 +369,13 @@ class _Handle:
                 for attempt in range(_FORMATION_ATTEMPTS):
                     try:
                         return self._form(new, data, note, explicit_start=start is not None)
-                    except MemoryConflictError:
-                        # Another writer revised the memory it was formed against: decide again.
+                    except (MemoryConflictError, MemoryNotFound):
+                        # Another writer revised, retracted or forgot the memory it was formed
+                        # against: decide again, from what is held now.
                         if attempt == _FORMATION_ATTEMPTS - 1:
                             raise
+                        note.extra.clear()
+                        note.memory_ids.clear()
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _derived_sources(
@@ -389,10 +392,11 @@ class _Handle:
         found: dict[str, str] = {}
         for memory_id in derived_from:
             _, current = self._current_row(memory_id)
-            if subject == TENANT_SUBJECT and current.subject != TENANT_SUBJECT:
+            if (subject == TENANT_SUBJECT) != (current.subject == TENANT_SUBJECT):
                 raise ScopeError(
-                    "Shared memory reaches everyone in the tenant, so it cannot be derived "
-                    "from a person's memories; nothing was stored."
+                    "An insight is derived from memories of its own subject: a shared insight "
+                    "from shared memories, a person's from that person's (forgetting a source "
+                    "must reach it); nothing was stored."
                 )
             found[current.memory_id] = current.subject
         if len(found) > _MAX_DERIVED_FROM:
@@ -454,16 +458,20 @@ class _Handle:
                                    vector=vector)
         current = held.row
         changes = decision.outcome in ("duplicate", "supersession", "refinement")
+        untrusted = contents.trust is Trust.UNTRUSTED
         allowed = (
-            # Text from a tool or the web never changes what others rely on, and a memory
-            # kept to one session is not changed from outside it.
-            (contents.trust is not Trust.UNTRUSTED or current.trust == Trust.UNTRUSTED.value)
+            # Text from a tool or the web never changes what others rely on, text others
+            # rely on is never folded into a quarantined memory (it would be quarantined
+            # too), and a memory kept to one session is not changed from outside it.
+            untrusted == (current.trust == Trust.UNTRUSTED.value)
             and contents.session_only == current.session_only
             and (not explicit_start or contents.valid_from >= current.valid_from)
             and contents.kind.value == current.kind
+            # An insight names its sources: it is never folded into a memory that does not.
+            and not new.sources
         )
         if changes and not allowed:
-            if decision.outcome == "duplicate" and contents.trust is Trust.UNTRUSTED:
+            if decision.outcome == "duplicate" and untrusted and not new.sources:
                 return self._duplicate(decision, held, note, reinforce=False)
             decision = Decision("related", decision.target, "not-allowed")
         if decision.outcome == "duplicate":
@@ -488,6 +496,7 @@ class _Handle:
                 formation=formed,
                 key_term=new.key_term,
                 vector=vector if text == contents.text else None,
+                expected=current.version,
             )
             self._link(record, current.subject)
             return record
@@ -572,7 +581,14 @@ class _Handle:
         caller = self._caller
         if relation_store(caller) is None:
             return
-        every = [*(links or []), *mention_links(caller, record, row_subject)]
+        # Names come only from text everyone who sees the entities may see: not from a tool's
+        # or web page's text, a session-only memory or a child's.
+        named = (
+            record.trust is not Trust.UNTRUSTED
+            and not record.session_only
+            and validate.CHILD_LABEL not in record.labels
+        )
+        every = [*(links or []), *(mention_links(caller, record, row_subject) if named else [])]
         if every:
             add_links(caller, every, subjects=back or {}, now=record.recorded_at)
 
@@ -632,11 +648,16 @@ class _Handle:
         formation: Formation | None = None,
         key_term: str | None = None,
         vector: npt.NDArray[np.float32] | None = None,
+        expected: int | None = None,
     ) -> MemoryRecord:
         """Write the memory's next version (``revise``, and formation's supersessions and
-        refinements): checked as ``revise`` documents, closing the current one."""
+        refinements): checked as ``revise`` documents, closing the current one.
+        ``expected`` is the version formation decided against: if another version landed
+        since, :class:`MemoryConflictError` (formation decides again)."""
         caller, services = self._caller, self._services
         rows, current = self._current_row(memory_id)
+        if expected is not None and current.version != expected:
+            raise MemoryConflictError
         held = open_contents(caller, current)  # its columns are checked before they count
         check_versions(rows)
         first = held if len(rows) == 1 else open_contents(caller, rows[0], versions=rows)
@@ -747,7 +768,9 @@ class _Handle:
         named = {one: mentioned(caller, one) for one in ids}
         version_ids: builtins.list[str] = []
         mode = "hard"
-        for row_subject, one in erased:
+        # The derived ones first, deepest first, the source last: an erase interrupted midway
+        # leaves the source, and forgetting it again finds what is left of the rest.
+        for row_subject, one in reversed(erased):
             result = services.erase_memory(tenant_id, row_subject, one, person=caller.person)
             version_ids += [f"{one}.v{v}" for v in result.versions]
             mode = "soft" if result.mode == "soft" else mode
@@ -790,6 +813,7 @@ class _Handle:
         status: MemoryStatus,
         revision: Revision,
         text: str | None = None,
+        derived_from: tuple[str, ...] | None = None,
     ) -> MemoryRecord:
         """Write the memory's next version with what it says unchanged but ``status`` and
         ``revision`` (and ``text``, for a merge); a retraction is written closed."""
@@ -813,6 +837,7 @@ class _Handle:
             status=status,
             revision=revision,
             confirmed_by=held.confirmed_by if text is None else None,
+            derived_from=held.derived_from if derived_from is None else derived_from,
         )
         if text is not None and contents.trust is Trust.CONFIRMED and not caller.is_person:
             contents = dataclasses.replace(contents, trust=Trust.INFERRED)
@@ -857,27 +882,54 @@ class _Handle:
                         "Only memories about the same person (or all shared) merge; nothing "
                         "was changed."
                     )
+                if (
+                    (row.trust == Trust.UNTRUSTED.value)
+                    != (survivor.trust == Trust.UNTRUSTED.value)
+                    or row.session_only != survivor.session_only
+                    or (row.session_only and row.session != survivor.session)
+                ):
+                    # Its text would reach whoever sees the survivor: quarantined or
+                    # session-only text only merges with memories seen exactly as widely.
+                    raise ScopeError(
+                        "Only memories seen by the same callers merge (all quarantined or none, "
+                        "all session-only in one session or none); nothing was changed."
+                    )
                 absorbed[row.memory_id] = (row, open_contents(caller, row))
+            held = open_contents(caller, survivor)
             merged = text
             if merged is None:
-                parts = [open_contents(caller, survivor).text]
-                parts += [contents.text for _, contents in absorbed.values()]
+                parts = [held.text, *(contents.text for _, contents in absorbed.values())]
                 merged = " ".join(part.strip() for part in parts)
             merged = validate.text(merged, self._services.settings.max_text_chars)
             require_relations(caller, "merge")
-            note.memory_ids.extend(absorbed)
-            add_links(
-                caller,
-                [(survivor.memory_id, other, survivor.subject, "supersedes", None)
-                 for other in absorbed],
-                subjects={},
-                now=self._services.now(),
+            # Every check before any write: the merged text, and the agent's kill switch and rate.
+            check_injection(
+                self._services, merged, child=validate.CHILD_LABEL in held.labels
             )
+            check_write(caller, new_personal_memory=False)
+            sources = tuple(dict.fromkeys(
+                [*held.derived_from, *(one for _, c in absorbed.values() for one in c.derived_from)]
+            ))
+            note.memory_ids.extend(absorbed)
             record = self._rewrite(
                 memory_id,
                 status="active",
                 revision=Revision(op="merge", memories=tuple(absorbed)),
                 text=merged,
+                derived_from=sources,
+            )
+            # The lineage, and what the absorbed ones were derived from (forgetting a source
+            # of theirs reaches the merged text).
+            add_links(
+                caller,
+                [
+                    *((survivor.memory_id, other, survivor.subject, "supersedes", None)
+                      for other in absorbed),
+                    *((survivor.memory_id, source, survivor.subject, "derived_from", None)
+                      for source in sources if source not in held.derived_from),
+                ],
+                subjects={},
+                now=self._services.now(),
             )
             for other in absorbed:
                 self._rewrite(
@@ -978,15 +1030,16 @@ class _Handle:
             caller = self._caller
             require_relations(caller, "entities")
             where = caller.filter()
-            visible: set[str] = set()
+            texts: dict[str, str] = {}
             after: tuple[datetime, str] | None = None
             while True:
                 rows = self._services.store.list(where, limit=500, after=after)
-                visible.update(row.memory_id for row in rows)
+                opened = leave_out_tampered(caller, rows, lambda row: open_record(caller, row))
+                texts.update((record.id, record.text) for record in opened)
                 if len(rows) < 500:
                     break
                 after = (rows[-1].created_at, rows[-1].memory_id)
-            found = entities_of(caller, where.subjects, visible)
+            found = entities_of(caller, where.subjects, texts)
             note.count = len(found)
             return found
 
@@ -1219,6 +1272,9 @@ class PersonMemory(_Handle):
                 confirmed_by=caller.person,
                 recorded_at=now,
                 valid_from=max(now, current.valid_from),
+                status="active",  # a confirmation ends a dispute
+                revision=None,
+                formation=None,
             )
             place = next_place(caller, current)
             row = seal(caller, contents, place)

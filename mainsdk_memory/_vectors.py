@@ -237,8 +237,13 @@ class VectorIndex:
         :data:`MAX_RECENT`, the subject's stacks are read again instead)."""
         with self._lock:
             self._serial += 1
-            recent = self._recent.setdefault((tenant, app, subject), deque(maxlen=MAX_RECENT))
+            key = (tenant, app, subject)
+            recent = self._recent.pop(key, None) or deque(maxlen=MAX_RECENT)
             recent.append((self._serial, (subject, memory_id, version), vector))
+            self._recent[key] = recent  # the newest last: the oldest subject goes first
+            while len(self._recent) > MAX_SUBJECTS:
+                self._recent.pop(next(iter(self._recent)))
+                self._stacks.clear()  # a stack of that subject could not tell what it misses
 
     def nearest(
         self,
@@ -285,6 +290,11 @@ class VectorIndex:
     def discard(self, tenant: str, app: str, subject: str, memory_id: str) -> None:
         """Drop every opened version of ``memory_id`` (it was erased here)."""
         with self._lock:
+            written = self._recent.get((tenant, app, subject))
+            if written:
+                kept = [item for item in written if item[1][1] != memory_id]
+                written.clear()
+                written.extend(kept)
             cache = self._subjects.get((tenant, app, subject))
             if cache is not None:
                 self._forget_pairs(cache, [p for p in cache.opened if p[0] == memory_id])
@@ -293,6 +303,7 @@ class VectorIndex:
     def drop_subject(self, tenant: str, app: str, subject: str) -> None:
         """Drop everything opened of ``subject`` (its person was erased here)."""
         with self._lock:
+            self._recent.pop((tenant, app, subject), None)
             cache = self._subjects.pop((tenant, app, subject), None)
             if cache is not None:
                 self._forget_pairs(cache, list(cache.opened))

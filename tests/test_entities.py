@@ -81,3 +81,19 @@ def test_forgetting_the_last_mention_forgets_the_entity(memory: Memory) -> None:
             entity_id not in where and entity_id.encode() not in data
             for where, data in memory.driver.raw_dump()
         )
+
+
+def test_names_never_cross_agents_sessions_or_quarantine(memory: Memory) -> None:
+    from mainsdk_memory import Source
+
+    memory.acting_for("ada", agent="bot").remember("Ada works with Tom Becker.")
+    other = memory.acting_for("ada", agent="bot2")
+    other.remember("Ada had lunch with Tom.")
+    names = {entity.name for entity in other.entities()}
+    assert "Tom" in names and "Tom Becker" not in names  # bot2 never read "Becker"
+    web = memory.acting_for("ada", agent="bot3", session="s")
+    web.remember("Ada met Greta Lindqvist.", source=Source.web("https://example.org"))
+    assert "Greta Lindqvist" not in {e.name for e in memory.acting_for("ada", agent="bot3",
+                                                                        session="s").entities()}
+    assert "Greta Lindqvist" not in {entity["name"] for entity in
+                                     memory.privacy.export("ada")["entities"]}

@@ -332,3 +332,25 @@ def test_a_child_forms_without_vectors(memory: Memory) -> None:
     again = kid.remember("Kid likes dinosaurs.")
     assert again.id == first.id and again.formation is not None
     assert again.formation.outcome == "duplicate"
+
+
+def test_another_holder_is_another_fact(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot")
+    tom = ada.remember("Tom is allergic to peanuts.")
+    ben = ada.remember("Ben is allergic to peanuts.")
+    assert ben.id != tom.id  # not a duplicate: another person's allergy
+    brother = ada.remember("My brother lives in Lisbon.")
+    sister = ada.remember("My sister lives in Lisbon.")
+    assert sister.id != brother.id and ada.get(brother.id).version == 1
+
+
+def test_an_insight_is_never_folded_into_another_memory(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot")
+    source = ada.remember("Ada asked for the quiet table again.")
+    held = ada.remember("Ada likes calm places.", kind="insight")
+    insight = ada.remember("Ada likes calm places.", kind="insight", derived_from=[source.id])
+    assert insight.id != held.id and insight.derived_from == (source.id,)
+    assert insight.formation is not None and insight.formation.reason == "not-allowed"
+    receipt = memory.person("ada").forget(source.id)
+    assert receipt.claims["derived_ids"] == [insight.id]
+    assert ada.get(held.id).is_current

@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mainsdk_memory import InvalidInputError, Link, Memory, MemoryNotFound, Revision, ScopeError
+from mainsdk_memory import (
+    InvalidInputError,
+    Link,
+    Memory,
+    MemoryNotFound,
+    Revision,
+    ScopeError,
+    Source,
+)
 from mainsdk_memory._context import parse_context
 
 pytestmark = pytest.mark.usefixtures("acme")
@@ -120,3 +128,24 @@ def test_a_retracted_memory_is_exported_and_erased(memory: Memory) -> None:
         home.id not in where and home.id.encode() not in data
         for where, data in memory.driver.raw_dump()
     )
+
+
+def test_merge_keeps_quarantine_and_sessions_apart(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot", session="s1")
+    trusted = ada.remember("Ada has a beagle.", formation=False)
+    page = ada.remember("Beagles need long walks.", source=Source.web("https://example.org"),
+                        formation=False)
+    private = ada.remember("Ada walks the beagle at dawn.", session_only=True, formation=False)
+    for other in (page, private):
+        with pytest.raises(ScopeError):
+            ada.merge(trusted.id, [other.id])
+    assert ada.get(trusted.id).version == 1
+    assert Link(kind="supersedes", target=page.id) not in ada.links(trusted.id)
+
+
+def test_a_confirmation_ends_a_dispute(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot")
+    home = ada.remember("Ada lives in Lisbon.")
+    ada.contest(home.id)
+    confirmed = memory.person("ada").confirm(home.id)
+    assert (confirmed.status, confirmed.revision) == ("active", None)
