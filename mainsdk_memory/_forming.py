@@ -12,7 +12,6 @@ a query's words, so :func:`keyed` finds the memory that holds a key exactly.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -28,7 +27,7 @@ from mainsdk_memory._formation import Neighbour, WordSimilarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
 from mainsdk_memory._records import MemoryRecord
-from mainsdk_memory._sealing import open_record
+from mainsdk_memory._sealing import key_term, open_record
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
@@ -36,6 +35,7 @@ from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 __all__ = [
     "NEIGHBOURS",
     "Held",
+    "fact_key",
     "fact_key_term",
     "keyed",
     "neighbours",
@@ -45,8 +45,6 @@ __all__ = [
 
 #: How many memories a candidate is compared with: the best of each ranking.
 NEIGHBOURS: Final = 5
-#: The marker of a typed fact's key term: no word's term starts with it.
-KEY_MARK: Final = "\x00fact:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +104,7 @@ def fact_key_term(data: BaseModel | None) -> str | None:
     names = fact_key(data)
     if names is None:
         return None
-    dumped = data.model_dump(mode="json")
-    values = json.dumps([dumped[name] for name in names], sort_keys=True, ensure_ascii=False)
-    return f"{KEY_MARK}{validate.type_name(type(data))}:{values}"
+    return key_term(validate.type_name(type(data)), data.model_dump(mode="json"), names)
 
 
 def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import dataclasses
 import json
 import secrets
@@ -43,11 +44,19 @@ from mainsdk_memory._errors import (
     MemoryCapabilityError,
     MemoryConflictError,
     MemoryNotFound,
+    MemorySDKError,
     RequestNotFound,
     ScopeError,
 )
 from mainsdk_memory._formation import Decision, classify, refined_text
-from mainsdk_memory._forming import Held, fact_key_term, keyed, neighbours, word_similarity
+from mainsdk_memory._forming import (
+    Held,
+    fact_key,
+    fact_key_term,
+    keyed,
+    neighbours,
+    word_similarity,
+)
 from mainsdk_memory._integrity import (
     check_versions,
     leave_out_tampered,
@@ -105,7 +114,7 @@ from mainsdk_memory._walls import (
     screen,
     trust_of,
 )
-from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
+from mainsdk_memory.drivers import TENANT_SUBJECT, StoredLink, StoredRow
 
 __all__ = ["PersonMemory", "ScopedMemory", "caller_of"]
 
@@ -356,6 +365,7 @@ class _Handle:
                 recorded_at=now,
                 language=checked_language,
                 derived_from=tuple(memory_id for _, memory_id in sources),
+                fact_key=(fact_key(data) or ()) if data is not None else (),
             )
             new = _New(subject, contents, pinned, cap, child, key_term, sources)
             if not formation:
@@ -494,7 +504,7 @@ class _Handle:
                 data=(contents.data, contents.data_type),
                 language=contents.language,
                 formation=formed,
-                key_term=new.key_term,
+                fact_key_names=contents.fact_key,
                 vector=vector if text == contents.text else None,
                 expected=current.version,
             )
@@ -542,21 +552,29 @@ class _Handle:
         )
         note.memory_ids.insert(0, place.memory_id)
         row_subject = TENANT_SUBJECT if new.subject == TENANT_SUBJECT else caller.pseudonym()
+        sources: builtins.list[StoredLink] = []
         try:
             if new.sources:  # before the row: an insight is never stored unlinked
-                add_links(
+                sources = add_links(
                     caller,
                     [(place.memory_id, source, row_subject, "derived_from", None)
                      for _, source in new.sources],
                     subjects={},
                     now=contents.recorded_at,
                 )
-            row = seal(caller, contents, place, extra_terms=_terms(new.key_term))
+            row = seal(caller, contents, place)
             record = self._put_version(row, place, contents, child=new.child, vector=vector)
         except BaseException:
             # Nothing was stored (or, if the store failed after its commit, a row nobody
-            # can open): the anchor goes, so it holds no count against the agent's cap.
+            # can open): the anchor goes, so it holds no count against the agent's cap,
+            # and so do the links written for it (best effort: a forget of a source would
+            # otherwise name a memory that never was).
             unanchor(caller, place.memory_id)
+            store = relation_store(caller)
+            if sources and store is not None:
+                with contextlib.suppress(MemorySDKError):
+                    store.delete_links(caller.tenant, caller.app, row_subject,
+                                       [link.key for link in sources])
             raise
         if decision is None:
             return record  # formation=False: the text as it is, no links, no entities
@@ -629,7 +647,7 @@ class _Handle:
                 labels=checked_labels,
                 data=self._data_fields(data),
                 language=given_language,
-                key_term=fact_key_term(data),
+                fact_key_names=(fact_key(data) or ()) if data is not None else (),
             )
             self._link(record, caller_row_subject(self._caller, record))
             return record
@@ -646,7 +664,7 @@ class _Handle:
         data: tuple[dict[str, Any] | None, str | None],
         language: str | None,
         formation: Formation | None = None,
-        key_term: str | None = None,
+        fact_key_names: tuple[str, ...] = (),
         vector: npt.NDArray[np.float32] | None = None,
         expected: int | None = None,
     ) -> MemoryRecord:
@@ -709,9 +727,10 @@ class _Handle:
             language=held.language if language is None else language,
             formation=formation,
             derived_from=held.derived_from,
+            fact_key=fact_key_names,
         )
         place = next_place(caller, current)
-        row = seal(caller, contents, place, extra_terms=_terms(key_term))
+        row = seal(caller, contents, place)
         return self._put_version(
             row, place, contents, child=child, closes=current.version, vector=vector
         )
@@ -1385,10 +1404,6 @@ class _New:
     child: bool
     key_term: str | None
     sources: builtins.list[tuple[str, str]]
-
-
-def _terms(key_term: str | None) -> tuple[str, ...]:
-    return () if key_term is None else (key_term,)
 
 
 def caller_row_subject(caller: Caller, record: MemoryRecord) -> str:

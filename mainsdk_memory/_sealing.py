@@ -45,11 +45,13 @@ from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
 from mainsdk_memory.keys import SubjectKeys, associated_data
 
 __all__ = [
+    "KEY_MARK",
     "Contents",
     "Place",
     "data_fields",
     "first_place",
     "first_places",
+    "key_term",
     "memory_ad",
     "next_place",
     "open_contents",
@@ -84,6 +86,19 @@ def padded_size(size: int) -> int:
 def pad(payload: bytes) -> bytes:
     """``payload`` (JSON) with trailing spaces up to its bucket; JSON ignores them."""
     return payload + b" " * (padded_size(len(payload)) - len(payload))
+
+
+#: The marker of a typed fact's key term: no word's term starts with it.
+KEY_MARK = "\x00fact:"
+
+
+def key_term(data_type: str, fields: dict[str, Any], names: Sequence[str]) -> str:
+    """The index term of a typed fact's key: its type and the values of the key fields.
+
+    Blinded like every term and held by each version of the memory, counted in no document
+    length (so no BM25 score moves) and produced by no word of a query."""
+    values = json.dumps([fields[name] for name in names], sort_keys=True, ensure_ascii=False)
+    return f"{KEY_MARK}{data_type}:{values}"
 
 
 def data_fields(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -124,6 +139,8 @@ class Contents:
     status: MemoryStatus = "active"
     revision: Revision | None = None
     derived_from: tuple[str, ...] = ()
+    fact_key: tuple[str, ...] = ()
+    """The fields of ``data`` that identify its fact (its model's ``fact_key``), if any."""
 
     @property
     def closed(self) -> bool:
@@ -162,7 +179,15 @@ class Contents:
             document["revision"] = self.revision.model_dump(mode="json")
         if self.derived_from:
             document["derived_from"] = list(self.derived_from)
+        if self.fact_key and self.data is not None:
+            document["fact_key"] = list(self.fact_key)
         return document
+
+    def key_term(self) -> str | None:
+        """The index term of this version's fact key (:func:`key_term`), if it has one."""
+        if not self.fact_key or self.data is None or self.data_type is None:
+            return None
+        return key_term(self.data_type, self.data, self.fact_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,13 +277,10 @@ def vector_ad(caller: Caller, subject: str, memory_id: str, version: int) -> byt
     )
 
 
-def seal(
-    caller: Caller, contents: Contents, place: Place, *, extra_terms: Sequence[str] = ()
-) -> StoredRow:
-    """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous.
-
-    ``extra_terms`` are index terms no word gives (a typed fact's key): blinded and held by
-    the row, counted in no document length, so no BM25 score changes."""
+def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
+    """The row the driver stores for ``contents`` at ``place``: sealed, blinded, pseudonymous
+    (with the blinded key term of a typed fact, :meth:`Contents.key_term`, whatever wrote
+    the version: a revision, a confirmation, a contest keep the key)."""
     keys = caller.services.subject_keys(caller.tenant, place.subject, create=True)
     assert keys is not None  # noqa: S101 - create=True always returns keys
     sealed = keys.seal_memory(
@@ -271,8 +293,9 @@ def seal(
     for term in terms:
         token = keys.blind(term)
         counts[token] = counts.get(token, 0) + 1
-    for term in extra_terms:
-        counts[keys.blind(term)] = 1
+    fact = contents.key_term()
+    if fact is not None:
+        counts[keys.blind(fact)] = 1
     return StoredRow(
         tenant=caller.tenant,
         app=caller.app,
@@ -369,6 +392,7 @@ def _decrypt(
             status=_status(payload.get("status", "active")),
             revision=_optional(Revision, payload.get("revision")),
             derived_from=tuple(str(one) for one in payload.get("derived_from", ())),
+            fact_key=tuple(str(one) for one in payload.get("fact_key", ())),
         )
     except (KeyError, TypeError, ValueError, ValidationError, InvalidInputError):
         raise SealError from None

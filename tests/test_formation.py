@@ -354,3 +354,13 @@ def test_an_insight_is_never_folded_into_another_memory(memory: Memory) -> None:
     receipt = memory.person("ada").forget(source.id)
     assert receipt.claims["derived_ids"] == [insight.id]
     assert ada.get(held.id).is_current
+
+
+def test_a_typed_fact_keeps_its_key_through_every_version(memory: Memory) -> None:
+    ada = memory.acting_for("ada", agent="bot")
+    home = ada.remember("Home.", data=Residence(person="ada", attribute="home", city="Lisbon"))
+    ada.contest(home.id)
+    memory.person("ada").confirm(home.id)
+    moved = ada.remember("Home.", data=Residence(person="ada", attribute="home", city="Porto"))
+    assert moved.formation is not None and moved.formation.reason == "same-key"
+    assert (moved.id, moved.version) == (home.id, 4)
