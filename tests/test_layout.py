@@ -138,11 +138,17 @@ def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
         "allow_readable_keys": False,
         "signals": RankingSignals(pin_weight=0.2),
         "language": "german",
+        "formation": False,
     }
     assert set(values) == set(OPTION_NAMES)
     with Memory.open(f"local:{tmp_path / 'store'}", keys=keys_path, app="app", **values) as m:
         assert m.embedder is values["embedder"]
         assert m.retention["personal"] == timedelta(days=30)
+        with tenant.use("acme"):
+            ada = m.acting_for("ada", agent="bot")
+            first = ada.remember("Ada is vegetarian.")
+            assert ada.remember("Ada is vegetarian.").id != first.id  # formation=False
+            assert first.formation is None
 
 
 def test_an_unknown_or_bad_option_is_refused_before_anything_is_made(
