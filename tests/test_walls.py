@@ -166,8 +166,10 @@ def test_a_flagged_recalled_memory_is_left_out_and_logged(
 ) -> None:
     with Memory.open(store_url, keys=keys_path, app="app", audit=sink) as before:
         bot = before.acting_for("ada", agent="bot")
-        harmless = bot.remember("Ada's cat is called Pixel.")
-        later_flagged = bot.remember("Ada's cat Pixel likes the word zebracode.")
+        # Stored as they are: this tests the screen at recall, not formation (which would
+        # make the second a refinement of the first).
+        harmless = bot.remember("Ada's cat is called Pixel.", formation=False)
+        later_flagged = bot.remember("Ada's cat Pixel likes the word zebracode.", formation=False)
     # The detector learnt something since: the stored memory is now flagged at recall.
     with Memory.open(store_url, keys=keys_path, app="app", audit=sink,
                      detector=FlagWord("zebracode")) as after:
