@@ -3,10 +3,10 @@
 :func:`neighbours` finds the memories closest to a text about to be remembered — the same
 subject, what the writer may see (its sessions, its grant), current versions only — with
 the blinded text search and the sealed vectors recall uses, and opens them for
-:func:`mainsdk_memory._formation.classify`. :func:`fact_key_term` is the index term of a
-typed fact's key (``data=`` of a model that declares ``fact_key``): blinded like any term,
-held by every version of the memory, counted in no document length, and never produced by
-a query's words, so :func:`keyed` finds the memory that holds a key exactly.
+:func:`mainsdk_memory._formation.classify`. :func:`keyed` finds the memory that holds a
+typed fact's key (``data=`` of a model that declares ``fact_key``) exactly: its key term
+(:func:`mainsdk_memory._sealing.key_term`) is blinded like any term, held by every version
+of the memory, counted in no document length, and never produced by a query's words.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel
 
-from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError
 from mainsdk_memory._formation import Neighbour, WordSimilarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
 from mainsdk_memory._records import MemoryRecord
-from mainsdk_memory._sealing import key_term, open_record
+from mainsdk_memory._sealing import open_record
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
@@ -36,7 +35,6 @@ __all__ = [
     "NEIGHBOURS",
     "Held",
     "fact_key",
-    "fact_key_term",
     "keyed",
     "neighbours",
     "scope_filter",
@@ -95,16 +93,6 @@ def fact_key(data: BaseModel) -> tuple[str, ...] | None:
             "stored."
         )
     return declared
-
-
-def fact_key_term(data: BaseModel | None) -> str | None:
-    """The index term of ``data``'s fact key, or ``None`` (no data, or no ``fact_key``)."""
-    if data is None:
-        return None
-    names = fact_key(data)
-    if names is None:
-        return None
-    return key_term(validate.type_name(type(data)), data.model_dump(mode="json"), names)
 
 
 def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | None:

@@ -52,7 +52,6 @@ from mainsdk_memory._formation import Decision, classify, refined_text
 from mainsdk_memory._forming import (
     Held,
     fact_key,
-    fact_key_term,
     keyed,
     neighbours,
     word_similarity,
@@ -336,7 +335,7 @@ class _Handle:
                     "session_only needs a session: use memory.acting_for(..., session=...)."
                 )
             data = validate.data(data)
-            key_term = fact_key_term(data)
+            key_names = () if data is None else (fact_key(data) or ())  # checked here, early
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
             sources = self._derived_sources(derived_from, subject)
             child = subject != TENANT_SUBJECT and self._child_write()
@@ -365,9 +364,9 @@ class _Handle:
                 recorded_at=now,
                 language=checked_language,
                 derived_from=tuple(memory_id for _, memory_id in sources),
-                fact_key=(fact_key(data) or ()) if data is not None else (),
+                fact_key=key_names,
             )
-            new = _New(subject, contents, pinned, cap, child, key_term, sources)
+            new = _New(subject, contents, pinned, cap, child, sources)
             if not formation:
                 return self._write_new(new, note, None, None)
             anchors = services.keys.anchors
@@ -429,8 +428,9 @@ class _Handle:
             similar = word_similarity(index)
         leave_out = frozenset(memory_id for _, memory_id in new.sources)
         helds: builtins.list[Held]
-        if new.key_term is not None and data is not None:
-            keyed_held = keyed(caller, new.subject, new.key_term, data)
+        key_term = contents.key_term()
+        if key_term is not None and data is not None:
+            keyed_held = keyed(caller, new.subject, key_term, data)
             if keyed_held is not None:
                 same = keyed_held.record.data == data and keyed_held.record.text == contents.text
                 outcome: FormationOutcome = "duplicate" if same else "supersession"
@@ -1402,7 +1402,6 @@ class _New:
     pinned: bool
     cap: int | None
     child: bool
-    key_term: str | None
     sources: builtins.list[tuple[str, str]]
 
 
