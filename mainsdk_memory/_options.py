@@ -21,6 +21,7 @@ from mainsdk_memory._errors import ConfigurationError, InvalidInputError
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory._signals import RankingSignals
 from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language
+from mainsdk_memory.ai import Model
 from mainsdk_memory.audit import AuditSink, LoggingSink
 from mainsdk_memory.embeddings import Embedder, StaticEmbedder
 from mainsdk_memory.injection import DEFAULT_DETECTOR, AnyOf, Detector, RuleDetector
@@ -70,6 +71,9 @@ class Options(TypedDict, total=False):
     formation: bool
     """Whether ``remember`` forms a text against the memories held (default ``True``);
     ``False`` stores every text as it is unless a call passes ``formation=True``."""
+    model: Model | None
+    """A language model (:class:`mainsdk_memory.ai.Model`) for the model-assisted extractor
+    of ``learn``; every call goes through the redacting port. Default: none, no model runs."""
 
 
 #: Every option's name, in the order docs/api.md lists them.
@@ -98,6 +102,7 @@ class Settings:
     signals: RankingSignals
     language: str
     formation: bool = True
+    model: Model | None = None
 
 
 def settle(app: str, options: Mapping[str, object]) -> Settings:
@@ -152,6 +157,7 @@ def settle(app: str, options: Mapping[str, object]) -> Settings:
         signals=_signals(opts.get("signals")),
         language=_language(opts.get("language", DEFAULT_LANGUAGE)),
         formation=_flag(opts.get("formation", True), "formation"),
+        model=_model(opts.get("model")),
     )
 
 
@@ -170,6 +176,14 @@ def _signals(value: object) -> RankingSignals:
     if not isinstance(value, RankingSignals):
         raise ConfigurationError("signals must be a RankingSignals (or None: the defaults).")
     return value
+
+
+def _model(value: object) -> Model | None:
+    if value is not None and not callable(getattr(value, "complete", None)):
+        raise ConfigurationError(
+            "model must have a complete(messages, *, schema=None) method (mainsdk_memory.ai)."
+        )
+    return value  # type: ignore[return-value]
 
 
 def _language(value: object) -> str:

@@ -15,10 +15,10 @@ import contextlib
 import dataclasses
 import json
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -114,6 +114,12 @@ from mainsdk_memory._walls import (
     trust_of,
 )
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredLink, StoredRow
+
+if TYPE_CHECKING:
+    from mainsdk_memory._consolidation import ConsolidationReport
+    from mainsdk_memory._episodes import Episodes
+    from mainsdk_memory._fork import Fork
+    from mainsdk_memory._working import WorkingMemory
 
 __all__ = ["PersonMemory", "ScopedMemory", "caller_of"]
 
@@ -1218,8 +1224,65 @@ class _Handle:
             return block
 
 
+    # -- learning, working memory, episodes (issue 16) -------------------------------------
+
+    def learn(
+        self,
+        messages: Iterable[Any],
+        *,
+        at: datetime | None = None,
+        extractor: str = "auto",
+        identifiers: Sequence[str] = (),
+    ) -> builtins.list[MemoryRecord]:
+        """Learn the durable facts about the person from a conversation (docs/concepts.md,
+        "Learning from conversations"): each one is remembered through formation, and the
+        records written or found are returned with their ``formation`` outcome.
+
+        ``messages`` are ``{"role": ..., "content": ...}`` dicts (OpenAI and Anthropic
+        shapes), ``(role, text)`` pairs or :class:`~mainsdk_memory.Episode` entries; roles
+        ``user``, ``assistant`` and ``tool``. ``at`` (timezone-aware; default now) is when the
+        conversation happened: relative dates are resolved against it. ``extractor`` is
+        ``"rules"`` (offline, no model), ``"model"`` (the Memory's ``model``, through the
+        redacting port) or ``"auto"`` (the model when one is configured and the person is not
+        a child, else the rules). ``identifiers`` are more of the person's own identifiers
+        (names, account numbers) the port replaces before any model call.
+        """
+        from mainsdk_memory._learning import learn
+
+        return learn(self, messages, at=at, extractor=extractor, identifiers=identifiers)
+
+    @property
+    def working(self) -> WorkingMemory:
+        """This agent's working memory about the person: sealed JSON values under blinded keys."""
+        from mainsdk_memory._working import WorkingMemory
+
+        return WorkingMemory(self._caller)
+
+    @property
+    def episodes(self) -> Episodes:
+        """The append-only, sealed ledger of what happened with the person, per session."""
+        from mainsdk_memory._episodes import Episodes
+
+        return Episodes(self._caller)
+
+    def consolidate(
+        self, *, progress: Callable[[int, int], None] | None = None
+    ) -> ConsolidationReport:
+        """Promote repeated evidence into insights and merge near-duplicates (idempotent)."""
+        from mainsdk_memory._consolidation import consolidate
+
+        return consolidate(self, progress=progress)
+
+
 class ScopedMemory(_Handle):
     """Memory calls as one agent, for one person, in one tenant (and optionally one session)."""
+
+    def fork(self, *, agent: str, session: str | None = None) -> Fork:
+        """An independent copy of this agent's working memory and memories about the person
+        for ``agent`` (in ``session``): source, trust, lineage and quarantine kept."""
+        from mainsdk_memory._fork import fork
+
+        return fork(self, agent=agent, session=session)
 
     def forget(self, memory_id: str) -> ForgetRequest:
         """Ask to forget the memory: the person approves or rejects the request.
