@@ -1,5 +1,6 @@
 """Control-record checks: bytes kept exactly, listed by prefix in key order, deleted with None,
-and never shared across tenants or apps (deletion on raw storage is an erase check)."""
+and never shared across tenants or apps (deletion on raw storage is an erase check); for
+``person_records``, records of 64 KiB and hundreds of them under one person's prefix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from ._model import CheckFailed
 from ._registry import CheckContext, check
 
 __all__: list[str] = []
+
+#: The largest control record a driver that declares ``person_records`` keeps.
+PERSON_RECORD_BYTES = 64 * 1024
 
 
 def _expect_list(
@@ -97,3 +101,47 @@ def check_records_isolated(ctx: CheckContext) -> str | None:
             raise CheckFailed(f"control_get in another {what} did not return its own record")
         driver.control_put(other_tenant, other_app, "grant/agent-a", None)
     return None
+
+
+@check("person_records")
+def check_large_records_listed_by_prefix(ctx: CheckContext) -> str | None:
+    """Records of 64 KiB are kept exactly; 200 under one prefix list in key order, no others."""
+    driver, rows = ctx.driver, ctx.rows
+    tenant, app = rows.tenant(), rows.app()
+    subject = rows.subject()
+    big = f"working/{subject}/{rows.hex(32)}"
+    records: dict[str, bytes] = {}
+    for value in (bytes(range(256)) * (PERSON_RECORD_BYTES // 256), rows.sealed(60_001)):
+        driver.control_put(tenant, app, big, value)  # the second replaces the first
+        got = driver.control_get(tenant, app, big)
+        if not isinstance(got, bytes) or got != value:
+            raise CheckFailed(
+                f"control_get of a record of {len(value)} bytes did not return the bytes put"
+            )
+        records[big] = value
+    # The core's ledger keys: a person's prefix, a fixed-width time (some shared), a random part.
+    prefix = f"episode/{subject}/"
+    keys = []
+    moment = rows.moment()
+    for index in range(200):
+        if index % 4:  # every fourth shares the time of the one before
+            moment = rows.moment()
+        keys.append(f"{prefix}{moment:%Y%m%dT%H%M%S.%f}Z-{rows.hex(24)}")
+    neighbours = [
+        f"episode/{subject}",  # the prefix without its slash
+        f"episode/{subject}0/{rows.hex(8)}",  # a pseudonym the prefix is the start of
+        f"episode/{subject[:-1]}/{rows.hex(8)}",
+        f"working/{subject}/{rows.hex(32)}",
+    ]
+    order = keys + neighbours
+    rows.rng.shuffle(order)
+    for key in order:
+        records[key] = rows.sealed(rows.rng.randint(64, 2_000))
+        driver.control_put(tenant, app, key, records[key])
+    _expect_list(driver, tenant, app, prefix, records)
+    _expect_list(driver, tenant, app, f"working/{subject}/", records)
+    for key in keys[::3]:
+        driver.control_put(tenant, app, key, None)
+        del records[key]
+    _expect_list(driver, tenant, app, prefix, records)
+    return f"records of {PERSON_RECORD_BYTES} bytes; {len(keys)} under one prefix, a third deleted"

@@ -37,8 +37,9 @@ def check_driver_shape(ctx: CheckContext) -> str | None:
     for flag in ("text_search", "time_travel", "vectors", "relations"):
         if not isinstance(getattr(caps, flag), bool):
             raise CheckFailed(f"capabilities.{flag} is not True or False")
-    if not isinstance(caps.concurrent_writers, bool):
-        raise CheckFailed("capabilities.concurrent_writers is not True or False")
+    for flag in ("concurrent_writers", "person_records"):
+        if not isinstance(getattr(caps, flag), bool):
+            raise CheckFailed(f"capabilities.{flag} is not True or False")
     if caps.erase not in ("hard", "soft"):
         raise CheckFailed("capabilities.erase is neither 'hard' nor 'soft'")
     if not isinstance(caps.regions, tuple):

@@ -132,6 +132,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         shown=lambda caps: repr(caps.relations),
     ),
     Capability(
+        "person_records",
+        "Control records of 64 KiB are kept exactly; hundreds under one prefix list in key order.",
+        declared=lambda caps: caps.person_records is True,
+        shown=lambda caps: repr(caps.person_records),
+    ),
+    Capability(
         "regions",
         "The regions the driver can keep data in are well-formed names.",
         declared=lambda caps: caps.regions != (),

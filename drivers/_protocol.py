@@ -64,6 +64,9 @@ class Capabilities:
     """Regions the driver can keep data in; empty means wherever its storage is."""
     concurrent_writers: bool = True
     """Several processes may write one store at once without losing writes."""
+    person_records: bool = True
+    """Holds sealed per-person records (working memory, the episodic ledger) as control
+    records of up to 64 KiB, listed by prefix."""
 
 
 @dataclass(frozen=True, slots=True)

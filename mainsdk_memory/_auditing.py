@@ -19,6 +19,7 @@ from mainsdk_memory._errors import (
     MemoryConflictError,
     MemoryNotFound,
     MemorySDKError,
+    ModelError,
     SealError,
     StoreError,
 )
@@ -48,7 +49,9 @@ def _outcome_of(error: MemorySDKError) -> str:
         return "not-found"
     if isinstance(error, MemoryConflictError):
         return "conflict"
-    if isinstance(error, ConfigurationError | StoreError | SealError | KeyStoreError):
+    if isinstance(
+        error, ConfigurationError | StoreError | SealError | KeyStoreError | ModelError
+    ):
         return "error"
     return "refused"
 

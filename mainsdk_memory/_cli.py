@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mainsdk_memory import mcp_server, receipts, tenant
+from mainsdk_memory._cli_consolidate import add_consolidate_command
 from mainsdk_memory._cli_privacy import add_privacy_commands
 from mainsdk_memory._cli_reindex import add_reindex_command
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
@@ -175,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve_mcp.set_defaults(run=mcp_server.run_from_args)
     add_privacy_commands(commands)
     add_reindex_command(commands)
+    add_consolidate_command(commands)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))

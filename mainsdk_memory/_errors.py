@@ -13,8 +13,10 @@ a query or a search term: only ids, names of parameters and what to do next.
     │   └── BundleError               a procedures bundle is refused (kind, label, signature)
     ├── ScopeError                    the call reaches outside the caller's scope
     │   ├── AgentDisabledError        the agent's kill switch is on
-    │   └── ConsentRequiredError      a child's guardian has not consented yet
-    ├── LimitExceededError            an agent's write rate or memory count limit is reached
+    │   ├── ConsentRequiredError      a child's guardian has not consented yet
+    │   └── ModelNotAllowedError      no model reads a child's text
+    ├── LimitExceededError            an agent's write rate, model call rate or memory count
+    │                                 limit is reached
     ├── MemoryInjectionError          the injection check refused a write
     ├── MemoryNotFound                unknown id (another tenant's or person's id looks the same)
     │   └── RequestNotFound           no pending forget request with that id
@@ -28,7 +30,8 @@ a query or a search term: only ids, names of parameters and what to do next.
     │   └── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
     ├── StoreError                    the storage failed underneath (I/O, database)
     │   └── DamagedMemoryError        one memory's stored form cannot be decoded
-    └── AuditError                    the call ran, but its audit event was not recorded
+    ├── AuditError                    the call ran, but its audit event was not recorded
+    └── ModelError                    the configured model failed or could not be reached
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ __all__ = [
     "MemoryInjectionError",
     "MemoryNotFound",
     "MemorySDKError",
+    "ModelError",
+    "ModelNotAllowedError",
     "NoTenantError",
     "ReceiptError",
     "RequestNotFound",
@@ -141,8 +146,19 @@ class ConsentRequiredError(ScopeError):
     )
 
 
+class ModelNotAllowedError(ScopeError):
+    """The person is a child under a guardian policy: no model ever reads their text."""
+
+    code = "MAIN-MEM-E016"
+    default_message = (
+        "This person is a child: no model reads their text, so nothing was sent to the "
+        "model. Use the model-free path instead (learn's default extractor)."
+    )
+
+
 class LimitExceededError(MemorySDKError):
-    """An agent reached one of its limits (writes per minute, memories per person)."""
+    """An agent reached one of its limits (writes or model calls per minute, memories per
+    person)."""
 
     code = "MAIN-MEM-E013"
     default_message = "The agent reached its limit; nothing was stored. Wait, or raise the limit."
@@ -351,4 +367,27 @@ class DamagedMemoryError(StoreError):
 
     def __init__(self, memory_id: str, message: str | None = None) -> None:
         self.memory_id = memory_id
+        super().__init__(message)
+
+
+class ModelError(MemorySDKError):
+    """The configured model failed, could not be reached, or gave no usable answer.
+
+    ``reason`` says which, as a short code (``connection``, ``timeout``, ``status``,
+    ``redirect``, ``too-large``, ``malformed``, ``raised``); ``status`` is the HTTP status of
+    a ``status`` failure. Neither the message nor any attribute holds the prompt, the answer,
+    the server's reply or the API key.
+    """
+
+    code = "MAIN-MEM-E110"
+    default_message = (
+        "The model failed or gave no usable answer; nothing was stored. Check the model's "
+        "URL, key and server, and retry."
+    )
+
+    def __init__(
+        self, message: str | None = None, *, reason: str = "malformed", status: int | None = None
+    ) -> None:
+        self.reason = reason
+        self.status = status
         super().__init__(message)

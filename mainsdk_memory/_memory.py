@@ -23,6 +23,7 @@ from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._agents import ReadPolicy
 from mainsdk_memory._caller import PERSON_AGENT, Caller
+from mainsdk_memory._episodes import sweep_expired_episodes
 from mainsdk_memory._errors import (
     ConfigurationError,
     ErasePolicyError,
@@ -372,7 +373,9 @@ class Memory:
         """Erase every memory of the current tenant and app that outlived its retention.
 
         One receipt per erased memory (op ``retention``), also kept in the receipts log.
-        Expired memories are hidden from every read already; this removes their bytes.
+        Expired memories are hidden from every read already; this removes their bytes. The
+        episodic ledger's expired entries (every person's) are deleted too, counted in the
+        audit event (``episodes``); they get no receipt.
         """
         tenant_id = _tenant.current()
         services = self._services
@@ -405,6 +408,7 @@ class Memory:
                 note.memory_ids.append(memory_id)
                 issued.append(receipt)
             note.count = len(issued)
+            note.extra.append(("episodes", str(sweep_expired_episodes(services, tenant_id))))
             return issued
 
 

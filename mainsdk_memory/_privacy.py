@@ -18,12 +18,14 @@ from mainsdk_memory import receipts as _receipts
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._caller import PERSON_AGENT, Caller, guardian_key, requests_prefix
 from mainsdk_memory._entities import entities_of, erase_entities
+from mainsdk_memory._episodes import erase_episodes, export_episodes
 from mainsdk_memory._errors import BundleError, DamagedMemoryError, InvalidInputError, ReceiptError
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._relations import relation_store
 from mainsdk_memory._scoped import ScopedMemory
 from mainsdk_memory._sealing import open_record
 from mainsdk_memory._signals import export_signals
+from mainsdk_memory._working import erase_working, export_working
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
 if TYPE_CHECKING:
@@ -86,8 +88,10 @@ class Privacy:
 
         Every memory about the person (every version and index entry, every agent, every
         session) with every link to or from it, their pending forget requests, guardian
-        policy, ranking signals (uses, feedback) and the entities their memories named are
-        removed through the driver, which confirms each erase; then the
+        policy, ranking signals (uses, feedback), the entities their memories named, every
+        agent's working memory about them and their episodic ledger are removed through the
+        driver, which confirms each erase (the receipt counts the working-memory values and
+        ledger entries: ``working_memory``, ``episodes``); then the
         person's secret (sealing and index keys) is destroyed in the key store, so any copy
         of the store — a backup included — can no longer be opened or searched for them, by
         this process or any other that had read the key (ADR 0039). The person gets a fresh
@@ -133,7 +137,16 @@ class Privacy:
                         version_ids.extend(f"{memory_id}.v{v}" for v in result.versions)
                         modes.add(result.mode)
 
+            working: set[str] = set()
+            episodes: set[str] = set()
+
+            def erase_records() -> None:
+                for pseudonym in pseudonyms:
+                    working.update(erase_working(person, pseudonym))
+                    episodes.update(erase_episodes(person, pseudonym))
+
             erase_rows()
+            erase_records()
             for pseudonym in pseudonyms:
                 if services.vectors is not None:
                     services.vectors.drop_subject(tenant_id, services.app, pseudonym)
@@ -146,6 +159,7 @@ class Privacy:
             # and the person is named by a fresh pseudonym.
             destroyed = services.destroy_person_keys(tenant_id, person.person)
             erase_rows()  # a write in flight elsewhere may have landed before its key went
+            erase_records()
             services.signals.delete(tenant_id, pseudonyms)  # and a use counted meanwhile
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
@@ -159,6 +173,8 @@ class Privacy:
                     "memory_ids": memory_ids,
                     "version_ids": version_ids,
                     "key": "destroyed" if destroyed else "absent",
+                    "working_memory": len(working),
+                    "episodes": len(episodes),
                     "driver": services.driver.name,
                     "erase": "soft" if "soft" in modes else "hard",
                     "copies": "unopenable",
@@ -173,8 +189,10 @@ class Privacy:
         Format ``mainsdk-memory-export/1`` (see docs/privacy.md): the person, tenant and app,
         each memory (retracted ones too) with every version's text, typed data, source, trust,
         author, dates, formation and status, and the pending forget requests, guardian
-        policy, the ranking signals of their memories (uses, last use, feedback) and the
-        entities their memories name (names, aliases, types). Audited (ids only).
+        policy, the ranking signals of their memories (uses, last use, feedback), the
+        entities their memories name (names, aliases, types), every agent's working memory
+        about them (``working_memory``) and their episodic ledger (``episodes``). Audited
+        (ids only).
         """
         tenant_id, person = self._person(person_id)
         services = self._services
@@ -216,6 +234,8 @@ class Privacy:
                         },
                     )
                 ] if relation_store(person) is not None else [],
+                "working_memory": export_working(person),
+                "episodes": export_episodes(person),
             }
 
     # -- children -------------------------------------------------------------------------

@@ -257,6 +257,8 @@ class MemoryRecord(BaseModel):
     """The revision operation that wrote this version, if one did."""
     derived_from: tuple[str, ...] = ()
     """The memories an insight was derived from (``remember(..., derived_from=[...])``)."""
+    forked_from: str | None = None
+    """The memory this one is a copy of, when a fork (``ScopedMemory.fork``) wrote it."""
 
     @property
     def quarantined(self) -> bool:
@@ -312,7 +314,7 @@ class ForgetRequest(BaseModel):
 
 
 class AgentLimits(BaseModel):
-    """Limits on one agent's writes; ``None`` means no limit."""
+    """Limits on one agent's writes and model calls; ``None`` means no limit."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -322,3 +324,7 @@ class AgentLimits(BaseModel):
     memories_per_person: int | None = Field(default=None, ge=1)
     """Memories this agent holds about one person (first written by it and not forgotten),
     counted atomically with each new memory across every process."""
+    model_calls_per_minute: int | None = Field(default=None, ge=1)
+    """Calls to the configured model made for this agent (``learn``'s model-assisted
+    extractor, through the model port) in any sliding minute, counted once for every process
+    and instance on the key store, apart from its writes."""

@@ -141,6 +141,8 @@ class Contents:
     derived_from: tuple[str, ...] = ()
     fact_key: tuple[str, ...] = ()
     """The fields of ``data`` that identify its fact (its model's ``fact_key``), if any."""
+    forked_from: str | None = None
+    """The memory this one was copied from by a fork (:mod:`mainsdk_memory._fork`)."""
 
     @property
     def closed(self) -> bool:
@@ -181,6 +183,8 @@ class Contents:
             document["derived_from"] = list(self.derived_from)
         if self.fact_key and self.data is not None:
             document["fact_key"] = list(self.fact_key)
+        if self.forked_from is not None:
+            document["forked_from"] = self.forked_from
         return document
 
     def key_term(self) -> str | None:
@@ -393,6 +397,7 @@ def _decrypt(
             revision=_optional(Revision, payload.get("revision")),
             derived_from=tuple(str(one) for one in payload.get("derived_from", ())),
             fact_key=tuple(str(one) for one in payload.get("fact_key", ())),
+            forked_from=_forked_from(payload.get("forked_from")),
         )
     except (KeyError, TypeError, ValueError, ValidationError, InvalidInputError):
         raise SealError from None
@@ -417,6 +422,12 @@ _Model = TypeVar("_Model", Formation, Revision)
 
 def _optional(model: type[_Model], value: object) -> _Model | None:
     return None if value is None else model.model_validate(value)
+
+
+def _forked_from(value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError("forked_from")
 
 
 def _status(value: object) -> MemoryStatus:
@@ -464,6 +475,7 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
         status=contents.status,
         revision=contents.revision,
         derived_from=contents.derived_from,
+        forked_from=contents.forked_from,
     )
 
 

@@ -35,7 +35,8 @@ class AuditEvent:
     """``remember``, ``revise``, ``recall``, ``context``, ``get``, ``list``, ``history``,
     ``pin``, ``unpin``, ``feedback``, ``forget``, ``forget-request``, ``approve``, ``reject``,
     ``confirm``, ``grant``, ``revoke``, ``kill``, ``revive``, ``omit`` (a recalled memory left
-    out)."""
+    out), ``learn``, ``model`` (one call of the model port), ``consolidate``, ``fork``, and
+    the working memory's and episodic ledger's calls."""
     outcome: str
     """``ok``, ``pending``, ``refused``, ``not-found``, ``conflict``, ``error``."""
     actor: str

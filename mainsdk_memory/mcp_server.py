@@ -5,12 +5,17 @@
     memory mcp --store local:./memories --keys ./keys --app support \\
         --tenant acme --person ada --agent support-bot [--session chat-1]
 
-The server offers three tools (see ``docs/mcp.md``):
+The server offers these tools (see ``docs/mcp.md``):
 
 ============================  ============================================================
 ``memory.remember``           write: an ``untrusted`` memory, quarantined in this session
 ``memory.recall``             read: the escaped ``<memory-data>`` block of ``context()``
 ``memory.forget``             destructive: files a request the person approves; erases nothing
+``memory.learn``              write: ``learn()`` of a passage or turns, each fact ``untrusted``
+``memory.working.set``        write: one working-memory value of this session (an upsert)
+``memory.working.get``        read: one working-memory value
+``memory.working.list``       read: every working-memory value this session sees
+``memory.working.delete``     destructive: one working-memory value of this session
 ============================  ============================================================
 
 The tenant, the person, the agent and the session are the server's configuration: no tool
@@ -37,7 +42,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from mainsdk_memory import _validate as validate
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._errors import ConfigurationError, MemorySDKError
-from mainsdk_memory._mcp_names import FORGET, RECALL, REMEMBER
+from mainsdk_memory._mcp_names import (
+    FORGET,
+    LEARN,
+    RECALL,
+    REMEMBER,
+    WORKING_DELETE,
+    WORKING_GET,
+    WORKING_LIST,
+    WORKING_SET,
+)
 from mainsdk_memory._memory import Memory
 from mainsdk_memory.audit import AuditSink, JsonlFileSink
 from mainsdk_memory.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder
@@ -49,8 +63,13 @@ __all__ = [
     "DEFAULT_SERVER_NAME",
     "EMBEDDERS",
     "FORGET",
+    "LEARN",
     "RECALL",
     "REMEMBER",
+    "WORKING_DELETE",
+    "WORKING_GET",
+    "WORKING_LIST",
+    "WORKING_SET",
     "ServerConfig",
     "add_arguments",
     "build_server",

@@ -180,3 +180,69 @@ def test_targets_and_report_are_written(smoke: tuple[dict[str, Any], str]) -> No
                     "## Speed and scale", "### The cost of privacy"):
         assert heading in page
     assert "![" not in page  # --no-plots: no images, no matplotlib
+
+
+def test_the_learn_benchmark_runs_quick_and_reports_its_structure(tmp_path: Path) -> None:
+    """``python -m benchmarks.learn --quick`` (three conversations of the held-out set, the real
+    ``learn`` on a local store, one timed round): the result holds recall and precision that
+    add up, the chit-chat count and the speed with the machine. No score threshold."""
+    out = tmp_path / "learn.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.learn", "--quick", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "| overall |" in done.stdout
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["benchmark"] == "learn"
+    assert result["quick"] is True
+    assert result["extractor"] == "rules"
+    shape = result["set"]
+    assert shape["conversations"] == 3
+    assert shape["chit_chat_only"] == 1
+    assert shape["labelled_facts"] > 0
+    assert 0 < shape["user_turns"] < shape["turns"]
+    accuracy = result["accuracy"]
+    assert accuracy["labelled_facts"] == shape["labelled_facts"]
+    overall = accuracy["overall"]
+    assert overall["labelled"] == shape["labelled_facts"]
+    for groups in ("per_kind", "per_role"):
+        rows = accuracy[groups]
+        assert sum(row["labelled"] for row in rows.values()) == overall["labelled"], groups
+        assert sum(row["found"] for row in rows.values()) == overall["found"], groups
+        assert sum(row["records"] for row in rows.values()) == overall["records"], groups
+        assert sum(row["right"] for row in rows.values()) == overall["right"], groups
+    for row in [overall, *accuracy["per_kind"].values(), *accuracy["per_role"].values()]:
+        assert 0 <= row["found"] <= row["labelled"]
+        assert 0 <= row["right"] <= row["records"]
+        for name, part, whole in (("recall", "found", "labelled"),
+                                  ("precision", "right", "records")):
+            if row[whole]:
+                assert row[name] == round(row[part] / row[whole], 3)
+            else:
+                assert row[name] is None
+    assert {"fact", "preference", "event"} <= set(accuracy["per_kind"])
+    assert {"user", "assistant", "tool"} <= set(accuracy["per_role"])
+    chit = accuracy["chit_chat"]
+    assert chit["conversations"] == 1
+    assert chit["turns"] > 0
+    assert chit["memories_formed"] >= 0
+    assert accuracy["found_from_labelled_turn"] <= overall["found"]
+    assert accuracy["found_with_labelled_kind"] <= overall["found"]
+    speed = result["speed"]
+    assert speed["driver"] == "local"
+    assert speed["rounds"] == 1
+    for timed in (speed["timed"], speed["first_pass"]):
+        assert timed["calls"] == 3
+        assert timed["turns"] == shape["turns"]
+        assert timed["user_turns"] == shape["user_turns"]
+        assert timed["turns_per_s"] > 0
+        assert timed["ms_per_1000_turns"] > 0
+        assert timed["ms_per_1000_user_turns"] >= timed["ms_per_1000_turns"]
+        assert 0 < timed["per_call_ms"]["p50"] <= timed["per_call_ms"]["p95"]
+        assert timed["per_call_ms"]["p95"] <= timed["per_call_ms"]["max"]
+    machine = result["machine"]
+    assert machine["logical_cpus"] >= 1
+    assert machine["cpu_model"]
+    assert "load_average_at_start" in machine
+    assert "load_average_at_end" in machine

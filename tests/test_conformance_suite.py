@@ -334,7 +334,7 @@ def test_every_capability_a_driver_can_declare_is_one_a_driver_can_pass(tmp_path
     passes on the local driver."""
     flags = {field.name for field in fields(Capabilities)}
     assert flags == {"text_search", "time_travel", "vectors", "relations", "erase", "regions",
-                     "concurrent_writers"}  # fmt: skip
+                     "concurrent_writers", "person_records"}  # fmt: skip
     names = {capability.name for capability in CAPABILITIES}
     assert flags <= names
     assert "extraction" not in flags | names
@@ -355,7 +355,7 @@ def test_the_report_reads_as_json_and_as_a_table() -> None:
     assert data["passed"] is False and data["driver"] == "unsorted-scores"
     by_name = {item["name"]: item for item in data["capabilities"]}
     assert by_name["text_search"]["status"] == "failed"
-    declared = 15  # every capability but regions: the local driver's declaration
+    declared = 16  # every capability but regions: the local driver's declaration
     assert by_name["vectors"]["status"] == "passed"
     assert by_name["relations"]["status"] == "passed"
     assert by_name["isolation"]["status"] == "passed"

@@ -23,6 +23,7 @@ from mainsdk_memory import (
     Trust,
     tenant,
 )
+from mainsdk_memory._memory import services_of
 from mainsdk_memory._options import OPTION_NAMES
 from mainsdk_memory._sealing import Contents
 from mainsdk_memory.embeddings import HashingEmbedder
@@ -124,6 +125,13 @@ def test_the_api_reference_documents_every_option() -> None:
     assert set(documented) - set(OPTION_NAMES) == {"url", "keys", "app"}
 
 
+class _NoModel:
+    """A model that is never called: ``open`` only keeps it."""
+
+    def complete(self, messages: object, *, schema: object = None) -> str:
+        raise AssertionError("no model call is expected here")
+
+
 def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
     values: dict[str, object] = {
         "schemas": (),
@@ -139,6 +147,7 @@ def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
         "signals": RankingSignals(pin_weight=0.2),
         "language": "german",
         "formation": False,
+        "model": _NoModel(),
     }
     assert set(values) == set(OPTION_NAMES)
     with Memory.open(f"local:{tmp_path / 'store'}", keys=keys_path, app="app", **values) as m:
@@ -149,6 +158,7 @@ def test_open_accepts_every_option(tmp_path: Path, keys_path: Path) -> None:
             first = ada.remember("Ada is vegetarian.")
             assert ada.remember("Ada is vegetarian.").id != first.id  # formation=False
             assert first.formation is None
+        assert services_of(m).settings.model is values["model"]
 
 
 def test_an_unknown_or_bad_option_is_refused_before_anything_is_made(

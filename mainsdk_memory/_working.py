@@ -1,0 +1,439 @@
+"""Working memory: an agent's sealed JSON values about a person, under blinded keys.
+
+``handle.working`` is what an agent keeps at hand about the person it acts for ("what do I
+know about this user?"): small JSON values by name, per person and per agent (the person's
+own handle is the agent ``@person``), and optionally per session. Each value is one control
+record of the driver (every driver has them)::
+
+    working/<pseudonym>/<token>
+
+``token`` is the person's blind index (a keyed HMAC) of the JSON-quoted parts ``["working",
+agent, session token or null, key]``, so the driver sees neither the key's name, the agent,
+the session nor the value: only how many values a person has, their padded size and when
+they change. The value is sealed under the person's key with associated data binding tenant,
+app and the record key (a value moved to another key does not open), padded like a memory
+(:func:`~mainsdk_memory._sealing.pad`). A ``set`` is one ``control_put`` of that record,
+which replaces it atomically: concurrent sets of one key leave exactly one of the values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Any, Final, TypeAlias, cast
+
+from mainsdk_memory._auditing import AuditNote
+from mainsdk_memory._caller import Caller
+from mainsdk_memory._errors import (
+    ConsentRequiredError,
+    InvalidInputError,
+    MemoryCapabilityError,
+    ScopeError,
+    SealError,
+)
+from mainsdk_memory._walls import check_injection, check_write
+from mainsdk_memory.drivers import TENANT_SUBJECT
+from mainsdk_memory.keys import SubjectKeys, associated_data
+
+__all__ = [
+    "JSON",
+    "MAX_KEY_CHARS",
+    "MAX_VALUE_BYTES",
+    "PERSON_RECORD_BYTES",
+    "WORKING_PREFIX",
+    "WorkingMemory",
+    "begin",
+    "copy_working",
+    "erase_working",
+    "export_working",
+    "listed",
+    "require_person_records",
+]
+
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+"""A JSON value: what working memory holds."""
+
+WORKING_PREFIX: Final = "working/"
+#: The largest control record a driver that declares ``person_records`` keeps.
+PERSON_RECORD_BYTES: Final = 64 * 1024
+#: The longest key name, in characters.
+MAX_KEY_CHARS: Final = 200
+#: The largest value, in bytes of compact UTF-8 JSON.
+MAX_VALUE_BYTES: Final = 32 * 1024
+#: The deepest nesting of lists and objects in a value.
+MAX_DEPTH: Final = 32
+
+
+# -- shared by working memory and the episodic ledger -------------------------------------
+
+
+def require_person_records(caller: Caller) -> None:
+    """Refuse the call on a driver that does not declare ``person_records``."""
+    driver = caller.services.driver
+    if not driver.capabilities.person_records:
+        raise MemoryCapabilityError(
+            "person_records",
+            f"The {driver.name!r} driver does not declare person_records, so it cannot hold "
+            "working memory or episodes. Open the memory with a driver that declares it "
+            "(local, sqlite, postgresql).",
+        )
+
+
+def begin(caller: Caller, operation: str) -> AbstractContextManager[AuditNote]:
+    """Resolve the tenant, then audit the call (ids and counts only)."""
+    tenant_id = caller.tenant_id()
+    return caller.services.audit.call(
+        tenant_id, operation, actor=caller.actor, person=caller.person
+    )
+
+
+def listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
+    """The control records under ``prefix``, kept to the prefix (a driver that ignores it
+    must not hand one person's records to another's read or erase)."""
+    found = caller.services.driver.control_list(caller.tenant, caller.app, prefix)
+    return [(key, value) for key, value in found if key.startswith(prefix)]
+
+
+def person_keys(caller: Caller, *, create: bool) -> SubjectKeys | None:
+    """The person's keys (``None``: none yet, and ``create`` is false)."""
+    return caller.services.subject_keys(caller.tenant, caller.person, create=create)
+
+
+def child_write(caller: Caller) -> bool:
+    """Whether the person is a child; refuses a child's write before the guardian's consent
+    (as ``remember`` does)."""
+    policy = caller.guardian_policy()
+    if policy is None:
+        return False
+    if policy.get("consent") is None:
+        raise ConsentRequiredError
+    return True
+
+
+# -- the records ---------------------------------------------------------------------------
+
+
+def _ad(caller: Caller, key: str) -> bytes:
+    return associated_data("mainsdk-memory/v1/working", caller.tenant, caller.app, key)
+
+
+def _record_key(caller: Caller, keys: SubjectKeys, name: str, *, session: bool) -> str:
+    token = caller.session_token() if session else None
+    # Each part is JSON-quoted, so no name can shift the boundary between two parts.
+    bound = json.dumps(["working", caller.agent, token, name])
+    return f"{WORKING_PREFIX}{caller.pseudonym()}/{keys.blind(bound)}"
+
+
+def _seal(caller: Caller, keys: SubjectKeys, key: str, document: dict[str, Any]) -> bytes:
+    from mainsdk_memory._sealing import pad  # _sealing imports the caller's services
+
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return keys.seal(pad(text.encode("utf-8")), _ad(caller, key))
+
+
+def _open(caller: Caller, keys: SubjectKeys, key: str, sealed: bytes) -> dict[str, Any] | None:
+    try:
+        document = json.loads(keys.open(sealed, _ad(caller, key)))
+    except (SealError, ValueError, UnicodeError):
+        return None  # moved, edited, or sealed under a destroyed key: not a value
+    if not isinstance(document, dict) or not isinstance(document.get("key"), str):
+        return None
+    return cast(dict[str, Any], document)
+
+
+def _documents(caller: Caller, keys: SubjectKeys) -> Iterator[dict[str, Any]]:
+    """Every working-memory document about the person that opens, any agent's."""
+    for key, sealed in listed(caller, f"{WORKING_PREFIX}{caller.pseudonym()}/"):
+        document = _open(caller, keys, key, sealed)
+        if document is not None:
+            yield document
+
+
+def _own(caller: Caller, document: dict[str, Any]) -> bool:
+    """Whether ``document`` is this caller's: its agent, person-wide or of its session."""
+    session = document.get("session")
+    return document.get("agent") == caller.agent and (
+        session is None or session == caller.session
+    )
+
+
+# -- checks --------------------------------------------------------------------------------
+
+
+def _key_name(key: object) -> str:
+    if not isinstance(key, str) or not 0 < len(key) <= MAX_KEY_CHARS or not key.isprintable():
+        raise InvalidInputError(
+            f"A working-memory key is a string of 1 to {MAX_KEY_CHARS} printable characters; "
+            "nothing was changed."
+        )
+    return key
+
+
+def _session_only(caller: Caller, session_only: object) -> bool:
+    if not isinstance(session_only, bool):
+        raise InvalidInputError("session_only is True or False; nothing was changed.")
+    if session_only and caller.session is None:
+        raise InvalidInputError(
+            "session_only needs a session: use memory.acting_for(..., session=...)."
+        )
+    return session_only
+
+
+_NOT_JSON = (
+    "A working-memory value is JSON: a dict with string keys, a list, a string, an int, a "
+    "finite float, True, False or None (nested at most 32 deep); nothing was stored."
+)
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string in a checked value, object keys included."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for name, inner in item.items():
+                yield name
+                stack.append(inner)
+
+
+def _checked_value(value: object) -> JSON:
+    """``value`` as a plain JSON value (a copy, so later changes to it change nothing)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    nodes = 0
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_DEPTH:
+            raise InvalidInputError(_NOT_JSON)
+        if nodes > MAX_VALUE_BYTES:  # every node takes a byte or more: too large (or a cycle)
+            raise InvalidInputError(
+                f"The value is more than {MAX_VALUE_BYTES} bytes as JSON; nothing was stored."
+            )
+        kind = type(item)
+        if item is None or kind in (bool, int, str):
+            continue
+        if kind is float:
+            if not math.isfinite(cast(float, item)):
+                raise InvalidInputError(_NOT_JSON)
+        elif kind is list:
+            stack.extend((inner, depth + 1) for inner in cast(list[object], item))
+        elif kind is dict:
+            for name, inner in cast(dict[object, object], item).items():
+                if type(name) is not str:
+                    raise InvalidInputError(_NOT_JSON)
+                stack.append((inner, depth + 1))
+        else:
+            raise InvalidInputError(_NOT_JSON)
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            "The value holds a string that is not valid Unicode (lone surrogates); nothing "
+            "was stored."
+        ) from None
+    except ValueError:  # an integer too long to write as digits
+        raise InvalidInputError(_NOT_JSON) from None
+    if size > MAX_VALUE_BYTES:
+        raise InvalidInputError(
+            f"The value is {size} bytes as JSON; the limit is {MAX_VALUE_BYTES}. Keep large "
+            "content in memories, not in working memory; nothing was stored."
+        )
+    return cast(JSON, json.loads(text))
+
+
+# -- the handle's working memory -----------------------------------------------------------
+
+
+class WorkingMemory:
+    """One agent's working memory about one person (``handle.working``).
+
+    Values are JSON, sealed under the person's key, under keys the driver only sees blinded.
+    Each agent has its own (the person's handle has its own, as ``@person``); a value set
+    ``session_only`` belongs to the handle's session and, there, shadows the person-wide
+    value of the same key. Every call is audited with counts only; writes pass the kill
+    switch, the agent's ``writes_per_minute``, a child's consent and the injection check.
+    """
+
+    __slots__ = ("_caller",)
+
+    def __init__(self, caller: Caller) -> None:
+        self._caller = caller
+
+    def __repr__(self) -> str:
+        caller = self._caller
+        return f"<WorkingMemory agent={caller.agent!r} session={caller.session!r}>"
+
+    def set(self, key: str, value: JSON, *, session_only: bool = False) -> None:
+        """Set ``key`` to ``value`` (an upsert): person-wide, or with ``session_only`` for
+        this handle's session only.
+
+        ``key`` is 1 to 200 printable characters; ``value`` is JSON (dict with string keys,
+        list, str, int, finite float, bool, None; at most 32 KiB as compact JSON). The
+        injection check runs on the key and on every string of the value: a flagged one
+        raises :class:`MemoryInjectionError`. Any refusal stores nothing.
+        """
+        caller = self._caller
+        with begin(caller, "working-set") as note:
+            require_person_records(caller)
+            name = _key_name(key)
+            session = _session_only(caller, session_only)
+            plain = _checked_value(value)
+            child = child_write(caller)
+            services = caller.services
+            check_injection(services, name, child=child)
+            for one in _strings(plain):
+                check_injection(services, one, child=child)
+            check_write(caller, new_personal_memory=False)  # the kill switch and the rate
+            keys = person_keys(caller, create=True)
+            assert keys is not None  # noqa: S101 - create=True always returns keys
+            record = _record_key(caller, keys, name, session=session)
+            document = {
+                "agent": caller.agent,
+                "session": caller.session if session else None,
+                "key": name,
+                "value": plain,
+                "updated_at": services.now().isoformat(),
+            }
+            # At most 32 KiB of value, 200 characters of key and two names of 128: the
+            # sealed record stays well under PERSON_RECORD_BYTES.
+            sealed = _seal(caller, keys, record, document)
+            services.driver.control_put(caller.tenant, caller.app, record, sealed)
+            note.count = 1
+
+    def get(self, key: str, default: JSON = None) -> JSON:
+        """The value of ``key`` (this session's, else the person-wide one), or ``default``."""
+        caller = self._caller
+        with begin(caller, "working-get") as note:
+            require_person_records(caller)
+            name = _key_name(key)
+            caller.written_by()  # the kill switch
+            note.count = 0
+            keys = person_keys(caller, create=False)
+            if keys is None:
+                return default
+            driver = caller.services.driver
+            for session in (True, False) if caller.session is not None else (False,):
+                record = _record_key(caller, keys, name, session=session)
+                sealed = driver.control_get(caller.tenant, caller.app, record)
+                document = None if sealed is None else _open(caller, keys, record, sealed)
+                if document is not None:
+                    note.count = 1
+                    return cast(JSON, document.get("value"))
+            return default
+
+    def list(self) -> dict[str, JSON]:
+        """Every value this handle sees, by key name (sorted): the person-wide ones, each
+        shadowed by this session's value of the same key."""
+        caller = self._caller
+        with begin(caller, "working-list") as note:
+            require_person_records(caller)
+            caller.written_by()  # the kill switch
+            keys = person_keys(caller, create=False)
+            wide: dict[str, JSON] = {}
+            mine: dict[str, JSON] = {}
+            if keys is not None:
+                for document in _documents(caller, keys):
+                    if _own(caller, document):
+                        into = wide if document.get("session") is None else mine
+                        into[str(document["key"])] = cast(JSON, document.get("value"))
+            values = {**wide, **mine}
+            note.count = len(values)
+            return dict(sorted(values.items()))
+
+    def delete(self, key: str, *, session_only: bool = False) -> bool:
+        """Delete the person-wide value of ``key`` (with ``session_only``: this session's);
+        whether there was one. The record is removed for good."""
+        caller = self._caller
+        with begin(caller, "working-delete") as note:
+            require_person_records(caller)
+            name = _key_name(key)
+            session = _session_only(caller, session_only)
+            check_write(caller, new_personal_memory=False)  # the kill switch and the rate
+            note.count = 0
+            keys = person_keys(caller, create=False)
+            if keys is None:
+                return False
+            driver = caller.services.driver
+            record = _record_key(caller, keys, name, session=session)
+            if driver.control_get(caller.tenant, caller.app, record) is None:
+                return False
+            driver.control_put(caller.tenant, caller.app, record, None)
+            note.count = 1
+            return True
+
+
+# -- fork, export and erase ----------------------------------------------------------------
+
+
+def copy_working(source: Caller, target: Caller) -> int:
+    """Copy every working-memory value ``source``'s agent holds about the person to
+    ``target``'s agent; the number of values written.
+
+    Person-wide values stay person-wide; values of ``source``'s session become values of
+    ``target``'s session when it has one, else person-wide (overriding a person-wide value
+    of the same key, as they shadowed it for ``source``). Both callers must act for the same
+    person in the same tenant; the caller (fork) runs the walls and audits.
+    """
+    if (source.tenant, source.person) != (target.tenant, target.person):
+        raise ScopeError("Working memory is copied between agents of one person and tenant.")
+    require_person_records(source)
+    keys = person_keys(source, create=False)
+    if keys is None:
+        return 0
+    documents = [document for document in _documents(source, keys) if _own(source, document)]
+    # Person-wide first: a session value written after it wins the same key.
+    documents.sort(key=lambda document: (document.get("session") is not None, document["key"]))
+    driver = target.services.driver
+    now = target.services.now().isoformat()
+    for document in documents:
+        session = document.get("session") is not None and target.session is not None
+        record = _record_key(target, keys, str(document["key"]), session=session)
+        copied = {
+            "agent": target.agent,
+            "session": target.session if session else None,
+            "key": document["key"],
+            "value": document.get("value"),
+            "updated_at": now,
+        }
+        driver.control_put(target.tenant, target.app, record, _seal(target, keys, record, copied))
+    return len(documents)
+
+
+def export_working(caller: Caller) -> list[dict[str, Any]]:
+    """Every working-memory value about the caller's person, every agent's, for an export:
+    ``agent``, ``session`` (a name, or ``None``: person-wide), ``key``, ``value``,
+    ``updated_at``; sorted by agent, session and key."""
+    keys = person_keys(caller, create=False)
+    if keys is None:
+        return []
+    out = [
+        {
+            "agent": document.get("agent"),
+            "session": document.get("session"),
+            "key": document["key"],
+            "value": document.get("value"),
+            "updated_at": document.get("updated_at"),
+        }
+        for document in _documents(caller, keys)
+    ]
+    out.sort(key=lambda item: (str(item["agent"]), item["session"] or "", str(item["key"])))
+    return out
+
+
+def erase_working(caller: Caller, pseudonym: str) -> list[str]:
+    """Delete every working-memory record under ``pseudonym`` (a person's erase); their
+    record keys."""
+    if pseudonym == TENANT_SUBJECT:
+        return []
+    erased = []
+    for key, _ in listed(caller, f"{WORKING_PREFIX}{pseudonym}/"):
+        caller.services.driver.control_put(caller.tenant, caller.app, key, None)
+        erased.append(key)
+    return erased

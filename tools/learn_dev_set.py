@@ -1,0 +1,424 @@
+"""The tuning set for the rules extractor of ``learn`` (issue 16): its patterns were written
+and adjusted on these conversations; its quality is measured on a separate, held-out set in
+``benchmarks/``, written by someone else and never tuned on. Not a benchmark.
+
+Each conversation has the time it happened (``at``), its ``messages`` as ``(role, text)``
+pairs, and the durable ``facts`` labelled in it: the turn and role a fact comes from, its
+kind, and ``must``, short strings a correct memory text contains (case-insensitive). A fact
+is *found* when one candidate from its turn contains all its ``must`` strings; a candidate
+that matches no labelled fact of its turn is a false positive. Chit-chat-only conversations
+have no facts::
+
+    .venv/bin/python tools/learn_dev_set.py          # recall and precision
+    .venv/bin/python tools/learn_dev_set.py -v       # and every miss and false positive
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from mainsdk_memory._extract import Candidate, Turn, extract
+
+__all__ = ["CONVERSATIONS", "score"]
+
+
+def _at(day: str) -> datetime:
+    return datetime.fromisoformat(day + "T10:00:00").replace(tzinfo=UTC)
+
+
+def _fact(turn: int, kind: str, *must: str, role: str = "user") -> dict[str, Any]:
+    return {"turn": turn, "role": role, "kind": kind, "must": must}
+
+
+CONVERSATIONS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "intro_nurse_trip",  # a Tuesday
+        "at": _at("2026-12-01"),
+        "messages": (
+            ("user", "Hi there! I'm Dana, by the way."),
+            ("assistant", "Nice to meet you, Dana! How can I help today?"),
+            ("user", "I'm a nurse at St. Mary's hospital and I live in Lyon with my husband."),
+            ("user", "Oh, by the way, I'm flying to Lisbon next Friday for a conference."),
+            ("user", "Can you find me a hotel near the centre?"),
+            ("assistant", "Sure! Here are three hotels near Baixa: Hotel Avenida, Lisboa Plaza "
+                          "and Casa do Rio. Would you like me to check prices?"),
+            ("user", "Thanks, that's great haha"),
+        ),
+        "facts": (
+            _fact(0, "fact", "Dana"),
+            _fact(2, "fact", "nurse"),
+            _fact(2, "fact", "Lyon"),
+            _fact(3, "event", "Lisbon", "2026-12-11"),
+        ),
+    },
+    {
+        "name": "chitchat_only",
+        "at": _at("2026-03-15"),
+        "messages": (
+            ("user", "Hey, how's it going?"),
+            ("assistant", "Great, thanks! What's up?"),
+            ("user", "Not much, just bored. It's raining again lol"),
+            ("user", "Tell me a joke"),
+            ("assistant", "Why did the scarecrow win an award? Because he was outstanding in "
+                          "his field."),
+            ("user", "Haha good one. I'm so tired today."),
+            ("user", "What's the capital of Australia?"),
+            ("assistant", "Canberra."),
+            ("user", "Elon Musk bought Twitter a few years ago, right?"),
+            ("user", "The weather is lovely today. Thanks, bye!"),
+        ),
+        "facts": (),
+    },
+    {
+        "name": "family_pets",
+        "at": _at("2026-05-20"),
+        "messages": (
+            ("user", "My daughter is called Mia and she just turned seven."),
+            ("user", "We have two cats, Pixel and Tofu."),
+            ("user", "I'm allergic to peanuts, so please keep that in mind for recipes."),
+            ("user", "Can you suggest a dinner recipe for tonight?"),
+            ("assistant", "How about a lemon chicken traybake? It takes 40 minutes."),
+            ("user", "Sounds good. My son Leo hates mushrooms though."),
+        ),
+        "facts": (
+            _fact(0, "fact", "daughter", "Mia"),
+            _fact(0, "fact", "seven"),
+            _fact(1, "fact", "two cats"),
+            _fact(2, "fact", "allergic to peanuts"),
+            _fact(5, "fact", "Leo", "mushrooms"),
+        ),
+    },
+    {
+        "name": "service_preferences",
+        "at": _at("2026-01-10"),
+        "messages": (
+            ("user", "Please always answer in German from now on."),
+            ("user", "I prefer WhatsApp over email for reminders."),
+            ("user", "I can't stand cilantro."),
+            ("user", "I love hiking in the mountains."),
+            ("user", "I love this answer!"),
+            ("user", "Write me a short poem about snow."),
+            ("user", "Call me Sam, not Samantha."),
+        ),
+        "facts": (
+            _fact(0, "preference", "German"),
+            _fact(1, "preference", "WhatsApp"),
+            _fact(2, "preference", "cilantro"),
+            _fact(3, "preference", "hiking"),
+            _fact(6, "preference", "Sam"),
+        ),
+    },
+    {
+        "name": "changes",  # a Monday
+        "at": _at("2026-09-07"),
+        "messages": (
+            ("user", "Quick update: I moved to Munich last month."),
+            ("user", "I no longer eat meat, I went vegetarian in June."),
+            ("user", "And I started a new job at Siemens two weeks ago."),
+            ("user", "If I were rich I'd buy a house by the lake."),
+            ("user", "Anyway, what's a good beer garden nearby?"),
+        ),
+        "facts": (
+            _fact(0, "fact", "Munich", "2026-08"),
+            _fact(1, "fact", "no longer eat meat"),
+            _fact(1, "fact", "vegetarian", "2026-06"),
+            _fact(2, "event", "Siemens", "2026-08-24"),
+        ),
+    },
+    {
+        "name": "events_year_end",  # a Monday, dates roll into the next year
+        "at": _at("2026-12-28"),
+        "messages": (
+            ("user", "My exam is on the 12th."),
+            ("user", "We got married last June."),
+            ("user", "I'm visiting my parents in Porto on January 3."),
+            ("user", "Next month I'm starting a pottery class."),
+            ("user", "I have a dentist appointment tomorrow at 9."),
+            ("user", "Happy holidays btw!"),
+        ),
+        "facts": (
+            _fact(0, "event", "exam", "2027-01-12"),
+            _fact(1, "event", "married", "2026-06"),
+            _fact(2, "event", "Porto", "2027-01-03"),
+            _fact(3, "event", "pottery", "2027-01"),
+            _fact(4, "event", "dentist", "2026-12-29"),
+        ),
+    },
+    {
+        "name": "assistant_actions",  # a Thursday
+        "at": _at("2026-04-02"),
+        "messages": (
+            ("user", "Can you book a table at Nonna's for Friday? 4 people."),
+            ("assistant", "Done! I've booked your table at Nonna's for Friday at 8pm, for four "
+                          "people."),
+            ("user", "Perfect. My dentist appointment needs moving too."),
+            ("assistant", "Your dentist appointment is now confirmed for April 14 at 10:30."),
+            ("assistant", "You might also want to try the tiramisu there, it's famous."),
+            ("assistant", "Rome is known for its carbonara, if you ever go."),
+            ("user", "Great, thank you so much!"),
+        ),
+        "facts": (
+            _fact(1, "event", "Nonna's", "2026-04-03", role="assistant"),
+            _fact(3, "event", "dentist", "2026-04-14", role="assistant"),
+        ),
+    },
+    {
+        "name": "tool_output",  # a Monday
+        "at": _at("2026-06-15"),
+        "messages": (
+            ("user", "Where is my order?"),
+            ("tool", "Order 1234 shipped to the customer's address in Porto on 2026-06-12. "
+                     "Carrier: CTT."),
+            ("tool", "Account status: premium since 2024"),
+            ("assistant", "Your order 1234 shipped on June 12 and should arrive by Thursday."),
+            ("tool", "Search results: Porto is the second-largest city in Portugal."),
+            ("user", "Ok thanks. I live in Porto, near the river."),
+        ),
+        "facts": (
+            _fact(1, "fact", "1234", "Porto", role="tool"),
+            _fact(2, "fact", "premium", "2024", role="tool"),
+            _fact(3, "event", "1234", "2026-06-18", role="assistant"),
+            _fact(5, "fact", "Porto"),
+        ),
+    },
+    {
+        "name": "hypotheticals_and_jokes",
+        "at": _at("2026-02-14"),
+        "messages": (
+            ("user", "If I won the lottery I would move to Bali."),
+            ("user", "I'm a billionaire, just kidding."),
+            ("user", "I wish I could speak Japanese."),
+            ("user", "Imagine if we had a dog."),
+            ("user", "My friend thinks pineapple on pizza is fine, which is wrong."),
+            ("user", "Do you think it'll snow tomorrow?"),
+            ("user", "What would you do with a million dollars?"),
+            ("user", "Actually, I do speak a bit of Spanish."),
+        ),
+        "facts": (_fact(7, "fact", "Spanish"),),
+    },
+    {
+        "name": "health_habits",
+        "at": _at("2026-07-22"),
+        "messages": (
+            ("user", "I'm lactose intolerant and I have type 2 diabetes."),
+            ("user", "I go running every morning before work."),
+            ("user", "I don't drink alcohol."),
+            ("user", "I take metformin twice a day."),
+            ("user", "I'm a bit stressed at the moment."),
+            ("user", "What's a good low-sugar breakfast?"),
+        ),
+        "facts": (
+            _fact(0, "fact", "lactose intolerant"),
+            _fact(0, "fact", "diabetes"),
+            _fact(1, "fact", "running", "every morning"),
+            _fact(2, "fact", "alcohol"),
+            _fact(3, "fact", "metformin"),
+        ),
+    },
+    {
+        "name": "work_life",  # a Friday
+        "at": _at("2026-10-30"),
+        "messages": (
+            ("user", "So, I work as a software engineer at Spotify."),
+            ("user", "I've been working there since March 2023."),
+            ("user", "My manager is called Priya."),
+            ("user", "I work from home on Mondays and Fridays."),
+            ("user", "My team is launching a new app in two weeks."),
+            ("user", "Ugh, Fridays are so slow."),
+            ("user", "Can you draft an email to Priya about the launch?"),
+        ),
+        "facts": (
+            _fact(0, "fact", "software engineer", "Spotify"),
+            _fact(1, "fact", "since March 2023"),
+            _fact(2, "fact", "manager", "Priya"),
+            _fact(3, "fact", "home", "Mondays and Fridays"),
+            _fact(4, "event", "launching", "2026-11-13"),
+        ),
+    },
+    {
+        "name": "travel_plans",  # a Saturday at the end of summer
+        "at": _at("2026-08-29"),
+        "messages": (
+            ("user", "We're going to Japan this winter for three weeks."),
+            ("user", "My flight to Tokyo leaves on December 18th."),
+            ("user", "I prefer aisle seats on long flights."),
+            ("user", "Last summer we went to Iceland."),
+            ("user", "How cold is Hokkaido in January?"),
+        ),
+        "facts": (
+            _fact(0, "event", "Japan", "2026-12"),
+            _fact(1, "event", "Tokyo", "2026-12-18"),
+            _fact(2, "preference", "aisle"),
+            _fact(3, "event", "Iceland", "2025-06"),
+        ),
+    },
+    {
+        "name": "contact_preferences",
+        "at": _at("2026-11-11"),
+        "messages": (
+            ("user", "Don't call me before 9am, I work night shifts."),
+            ("user", "My email is dana.k@example.com"),
+            ("user", "Text me on Signal if anything changes."),
+            ("user", "I'm in a hurry, can you be quick?"),
+            ("user", "I'm not a fan of long emails."),
+        ),
+        "facts": (
+            _fact(0, "preference", "before 9am"),
+            _fact(0, "fact", "night shifts"),
+            _fact(1, "fact", "dana.k@example.com"),
+            _fact(2, "preference", "Signal"),
+            _fact(4, "preference", "long emails"),
+        ),
+    },
+    {
+        "name": "assistant_suggestions",
+        "at": _at("2026-03-03"),
+        "messages": (
+            ("user", "Any ideas for getting fitter?"),
+            ("assistant", "You could try swimming twice a week, it's easy on the joints."),
+            ("assistant", "I recommend starting with 20-minute sessions."),
+            ("assistant", "Most adults need about 150 minutes of exercise per week."),
+            ("user", "I actually swim already, every Tuesday and Thursday."),
+            ("assistant", "Great! I've noted that you swim on Tuesdays and Thursdays."),
+            ("user", "lol ok"),
+        ),
+        "facts": (
+            _fact(4, "fact", "swim", "every Tuesday and Thursday"),
+            _fact(5, "fact", "swim", role="assistant"),
+        ),
+    },
+    {
+        "name": "lowercase_chat",  # a Tuesday
+        "at": _at("2026-12-01"),
+        "messages": (
+            ("user", "hey! so i'm a vet, i live in cork, and i've got three dogs haha"),
+            ("user", "what should i name a new puppy?"),
+            ("assistant", "How about Biscuit?"),
+            ("user", "love it. we're picking her up on saturday!"),
+            ("user", "my birthday is on the 20th btw"),
+        ),
+        "facts": (
+            _fact(0, "fact", "vet"),
+            _fact(0, "fact", "cork"),
+            _fact(0, "fact", "three dogs"),
+            _fact(3, "event", "picking", "2026-12-05"),
+            _fact(4, "fact", "birthday", "12-20"),
+        ),
+    },
+    {
+        "name": "tool_conservative",  # a Tuesday
+        "at": _at("2026-05-05"),
+        "messages": (
+            ("tool", '{"customer": {"name": "R. Silva", "city": "Braga", "tier": "gold"}, '
+                     '"open_tickets": 2}'),
+            ("tool", "Weather in Braga: 18°C, light rain."),
+            ("tool", "Product: Trail shoes X2. Price: 89 EUR. In stock."),
+            ("user", "I'd like to return the shoes I bought last week."),
+            ("assistant", "I've started a return for your trail shoes; a courier will collect "
+                          "them on Thursday."),
+        ),
+        "facts": (
+            _fact(0, "fact", "R. Silva", role="tool"),
+            _fact(0, "fact", "Braga", role="tool"),
+            _fact(0, "fact", "gold", role="tool"),
+            _fact(4, "event", "return", "2026-05-07", role="assistant"),
+        ),
+    },
+    {
+        "name": "weekday_edges",  # a Tuesday, the last day of a month
+        "at": _at("2026-06-30"),
+        "messages": (
+            ("user", "I'm starting physiotherapy next Monday."),
+            ("user", "My sister is visiting this Saturday."),
+            ("user", "In three days I'm moving into a new flat in Graz."),
+            ("user", "I sold my car last Wednesday."),
+            ("user", "My wife Anna works at Google and my brother lives in Leeds."),
+            ("user", "I used to live in Paris."),
+        ),
+        "facts": (
+            _fact(0, "event", "physiotherapy", "2026-07-06"),
+            _fact(1, "event", "sister", "2026-07-04"),
+            _fact(2, "event", "Graz", "2026-07-03"),
+            _fact(3, "event", "sold my car", "2026-06-24"),
+            _fact(4, "fact", "Anna", "Google"),
+            _fact(4, "fact", "brother", "Leeds"),
+            _fact(5, "fact", "Paris"),
+        ),
+    },
+    {
+        "name": "support_chat",  # a Monday
+        "at": _at("2026-02-02"),
+        "messages": (
+            ("user", "hello"),
+            ("user", "my internet is down again, can you help?"),
+            ("assistant", "I'm sorry to hear that. Have you tried restarting your router?"),
+            ("user", "yes twice. ugh."),
+            ("user", "I'm on the Fibre 500 plan btw, since last year"),
+            ("tool", "Line status: degraded. Ticket 8812 opened for the customer at 12 Rua "
+                     "Augusta, Lisbon."),
+            ("assistant", "I've opened ticket 8812 for you; a technician will call you tomorrow "
+                          "between 9 and 12."),
+            ("user", "thanks, you're a star"),
+        ),
+        "facts": (
+            _fact(4, "fact", "Fibre 500", "2025"),
+            _fact(5, "fact", "Rua Augusta", role="tool"),
+            _fact(6, "event", "8812", "2026-02-03", role="assistant"),
+        ),
+    },
+)
+
+
+def _turns(conversation: dict[str, Any]) -> list[Turn]:
+    return [
+        Turn(role=role, text=text, index=index)
+        for index, (role, text) in enumerate(conversation["messages"])
+    ]
+
+
+def _matches(candidate: Candidate, fact: dict[str, Any]) -> bool:
+    text = candidate.text.casefold()
+    return (
+        candidate.turn == fact["turn"]
+        and candidate.role == fact["role"]
+        and all(part.casefold() in text for part in fact["must"])
+    )
+
+
+def score(verbose: bool = False) -> tuple[float, float, int, int, int]:
+    """Recall and precision of :func:`extract` on the set, with the counts: facts, facts
+    found, candidates."""
+    facts = found = candidates = true = 0
+    for conversation in CONVERSATIONS:
+        out = extract(_turns(conversation), now=conversation["at"])
+        labelled = conversation["facts"]
+        facts += len(labelled)
+        candidates += len(out)
+        for fact in labelled:
+            if any(_matches(one, fact) for one in out):
+                found += 1
+            elif verbose:
+                print(f"MISS {conversation['name']} turn {fact['turn']}: {fact['must']}")
+        for one in out:
+            if any(_matches(one, fact) for fact in labelled):
+                true += 1
+            elif verbose:
+                print(f"FP   {conversation['name']} turn {one.turn} ({one.role}, {one.kind}): "
+                      f"{one.text!r}")
+    recall = found / facts if facts else 1.0
+    precision = true / candidates if candidates else 1.0
+    return recall, precision, facts, found, candidates
+
+
+def main() -> None:
+    recall, precision, facts, found, candidates = score(verbose="-v" in sys.argv[1:])
+    print(
+        f"conversations={len(CONVERSATIONS)} facts={facts} found={found} "
+        f"candidates={candidates} recall={recall:.3f} precision={precision:.3f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
