@@ -33,6 +33,12 @@ a memory formed from one is a false positive. Facts are mostly stated by the per
 ``assistant``) or appear only in a tool's output (role ``tool``). A fact restated by the
 assistant or echoed by a tool after the person said it is labelled once, on the person's turn.
 
+Adjudicated once, after the first run of the rules extractor (2026-12-01): four durable facts
+the labels had overlooked were added (the customer's name and membership date in a CRM tool
+result, "I'm getting married!", "I'm off work until monday"); every miss was checked for a
+label error and none was found; no label was removed or loosened, and no conversation was
+changed, because of a result.
+
 Every resolved date below is computed from ``at`` by the helpers at the top, which assert that
 the phrase is unambiguous on that day ("next Friday" is only said on a day where the coming
 Friday is also the Friday of next week, "on the 12th" only where the next 12th is clear, and
@@ -294,7 +300,8 @@ _C.append(_conversation(
        '"loyalty_tier": "Gold", "preferred_contact": "SMS", '
        '"default_address": "1420 Alder St, Portland, OR 97205"}, '
        '"open_orders": [{"id": "A-88213", "item": "standing desk", "status": "processing"}]}',
-       _fact("Gold"), _pref("SMS"), _fact("Alder St"), _event("standing desk"),
+       _fact("Dana Whitfield"), _fact("2019-06-02"), _fact("Gold"), _pref("SMS"),
+       _fact("Alder St"), _event("standing desk"),
        call="call_lookup"),
     _a("I see order A-88213 for a standing desk. What's the new address?"),
     _u("We just moved, new place is 77 Birch Lane, Beaverton. Please send it there. And yes "
@@ -680,7 +687,7 @@ at = _at(2026, 3, 19, 12, 0)
 _C.append(_conversation(
     "engaged_wedding_cornwall", at,
     _u("I'm getting married!!! Tom proposed last weekend 💍",
-       _event("Tom", _month(at, 0))),
+       _fact("married"), _event("Tom", _month(at, 0))),
     _a("Congratulations!! How did he do it?"),
     _u("on the beach, very cheesy, i loved it. we're thinking of a small wedding next summer, "
        "maybe in Cornwall where my family's from",
@@ -827,7 +834,8 @@ _C.append(_conversation(
     _u("I'm allergic to some dogs though, poodles are fine",
        _fact("allergic", "dog")),
     _a("Poodles and poodle crosses shed less, so that's a good place to start."),
-    _u("thanks for listening. oh, I'm off work until monday anyway"),
+    _u("thanks for listening. oh, I'm off work until monday anyway",
+       _event("off work", _coming(at, "monday").isoformat())),
 ))
 
 at = _at(2026, 8, 22, 10, 30, offset=5.5)

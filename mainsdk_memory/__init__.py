@@ -12,8 +12,10 @@ of overwritten, and forgotten with a signed receipt::
         block = me.context("how to contact them")   # put this in a *user* message
 """
 
-from mainsdk_memory import audit, injection, receipts, tenant
+from mainsdk_memory import ai, audit, injection, receipts, tenant
 from mainsdk_memory._agents import ReadPolicy
+from mainsdk_memory._consolidation import ConsolidationReport
+from mainsdk_memory._episodes import Episode, Episodes
 from mainsdk_memory._errors import (
     AgentDisabledError,
     AuditError,
@@ -31,6 +33,8 @@ from mainsdk_memory._errors import (
     MemoryInjectionError,
     MemoryNotFound,
     MemorySDKError,
+    ModelError,
+    ModelNotAllowedError,
     NoTenantError,
     ReceiptError,
     RequestNotFound,
@@ -39,6 +43,7 @@ from mainsdk_memory._errors import (
     StoreError,
     TenantMismatchError,
 )
+from mainsdk_memory._fork import Fork
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._options import Options
 from mainsdk_memory._privacy import Privacy
@@ -62,6 +67,7 @@ from mainsdk_memory._reindex import ReindexReport
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._signals import RankingSignals
 from mainsdk_memory._text import LANGUAGES
+from mainsdk_memory._working import WorkingMemory
 from mainsdk_memory.drivers import Capabilities
 from mainsdk_memory.receipts import Receipt
 
@@ -76,10 +82,14 @@ __all__ = [
     "Capabilities",
     "ConfigurationError",
     "ConsentRequiredError",
+    "ConsolidationReport",
     "DamagedMemoryError",
     "Entity",
+    "Episode",
+    "Episodes",
     "ErasePolicyError",
     "ForgetRequest",
+    "Fork",
     "Formation",
     "Hit",
     "IntegrityError",
@@ -95,6 +105,8 @@ __all__ = [
     "MemoryNotFound",
     "MemoryRecord",
     "MemorySDKError",
+    "ModelError",
+    "ModelNotAllowedError",
     "NoTenantError",
     "Options",
     "Page",
@@ -117,7 +129,9 @@ __all__ = [
     "StoreError",
     "TenantMismatchError",
     "Trust",
+    "WorkingMemory",
     "__version__",
+    "ai",
     "audit",
     "injection",
     "receipts",

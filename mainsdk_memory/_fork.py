@@ -2,7 +2,7 @@
 
 :func:`fork` is ``ScopedMemory.fork``. It copies the calling agent's working memory and the
 current memories about the person that its handle may see (its own, and every agent's when
-its grant reads ``"all"``; never the tenant's shared memory, which every agent reads anyway)
+its grant reads ``"all"``; never the tenant's shared memory, which is shared already)
 to ``agent``, and returns that agent's handle. Each copy is a new memory (new id, version 1)
 owned by the new agent, written through the handle's own write path with formation off, so
 sealing, the blind index, vectors, entities and the new agent's limits apply as to any write:
@@ -74,6 +74,8 @@ class Fork(BaseModel):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Original:
+    """A memory to copy: its current row and what it says."""
+
     row: StoredRow
     contents: Contents
 

@@ -42,7 +42,7 @@ from mainsdk_memory._walls import check_injection
 if TYPE_CHECKING:
     from mainsdk_memory._scoped import _Handle
 
-__all__ = ["EXTRACTORS", "MAX_TURN_CHARS", "MAX_TURNS", "learn", "turns_of"]
+__all__ = ["EXTRACTORS", "MAX_TURNS", "MAX_TURN_CHARS", "learn", "turns_of"]
 
 #: The extractors ``learn(extractor=...)`` names.
 EXTRACTORS: Final = ("auto", "rules", "model")
@@ -121,7 +121,9 @@ def _one(message: object, index: int) -> tuple[str, str, datetime | None, bool]:
     elif isinstance(message, tuple | list) and len(message) == 2:
         role, text = message
         if not isinstance(text, str):
-            raise InvalidInputError(f"Message {index}: the text of a (role, text) pair is a string.")
+            raise InvalidInputError(
+                f"Message {index}: the text of a (role, text) pair is a string."
+            )
     else:
         raise InvalidInputError(
             f"Message {index} is not a message: pass {{'role': ..., 'content': ...}} dicts, "
@@ -279,7 +281,7 @@ def _day(value: object, now: datetime) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        day = datetime.strptime(value[:10], "%Y-%m-%d")  # noqa: DTZ007 - the zone is set below
+        day = datetime.strptime(value[:10], "%Y-%m-%d")
     except ValueError:
         return None
     return day.replace(tzinfo=now.tzinfo)
@@ -315,16 +317,20 @@ def _model_candidates(
 # -- learn ----------------------------------------------------------------------------------
 
 
-def _source(handle: _Handle, candidate: Candidate, turn: Turn, *, by_model: bool) -> Source:
+def _source(
+    handle: _Handle, candidate: Candidate, turn: Turn, now: datetime, *, by_model: bool
+) -> Source:
+    """Who said ``candidate``: the person, the agent, a tool, or the model that wrote it."""
     caller = handle._caller
     ref = f"turn:{turn.index}"
+    at = turn.at or now
     if candidate.role == "tool":
-        return Source.tool("conversation", ref=ref, at=turn.at)
+        return Source.tool("conversation", ref=ref, at=at)
     if by_model:
-        return Source.model("learn", ref=ref, at=turn.at)
+        return Source.model("learn", ref=ref, at=at)
     if candidate.role == "assistant":
-        return Source.agent("assistant" if caller.is_person else caller.agent, ref=ref, at=turn.at)
-    return Source.person(caller.person, ref=ref, at=turn.at)
+        return Source.agent("assistant" if caller.is_person else caller.agent, ref=ref, at=at)
+    return Source.person(caller.person, ref=ref, at=at)
 
 
 def learn(
@@ -365,7 +371,7 @@ def learn(
         refused = 0
         for candidate in candidates:
             turn = by_index[candidate.turn]
-            source = _source(handle, candidate, turn, by_model=use_model)
+            source = _source(handle, candidate, turn, now, by_model=use_model)
             try:
                 record = handle.remember(
                     candidate.text,

@@ -8,8 +8,9 @@ imports it, and only when a server is built. Each tool is a thin layer over one 
   memory is ``untrusted`` and quarantined in this server's session.
 - ``memory.recall``: ``context(query, ...)``, the escaped untrusted-data block, as text.
 - ``memory.forget``: ``forget(id)``, which only files a request the person approves.
-- ``memory.learn``: ``learn(turns)`` of a passage or of role/text turns, every turn read as
-  untrusted (role ``tool``), so what it learns is quarantined in this server's session too.
+- ``memory.learn``: ``learn(turns)`` of a passage (a ``user`` turn) or of role/text turns,
+  through a handle whose every memory is ``Source.mcp(<server name>)``: the roles decide what
+  is extracted, never the trust, so what it learns is quarantined in this session too.
 - ``memory.working.set`` / ``.get`` / ``.list`` / ``.delete``: the agent's working memory,
   written only in this server's session (``session_only=True``), read with the agent's
   person-wide values beneath.
@@ -39,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory import tenant as _tenant
+from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import InvalidInputError, MemorySDKError
 from mainsdk_memory._mcp_names import (
     FORGET,
@@ -52,7 +54,7 @@ from mainsdk_memory._mcp_names import (
 )
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Kind, MemoryRecord, Source
-from mainsdk_memory._scoped import ScopedMemory
+from mainsdk_memory._scoped import ScopedMemory, caller_of
 from mainsdk_memory._working import JSON, MAX_KEY_CHARS
 
 __all__ = [
@@ -345,9 +347,10 @@ _LEARN_TOOL = types.Tool(
     name=LEARN,
     title="Learn from a passage",
     description=(
-        "Learn the durable facts about the person this server acts for from a passage of text "
-        "or from the turns of a conversation (role user, assistant or tool). Each fact found "
-        "is remembered as its own memory; greetings and chit-chat form none. Like "
+        "Learn the durable facts about the person this server acts for from a passage (read "
+        "as what the person said, e.g. \"I moved to Lyon in March\") or from the turns of a "
+        "conversation (role user, assistant or tool). Each fact found is remembered as its own "
+        "memory; greetings and chit-chat form none. Like "
         "memory.remember, what is learnt here is marked untrusted: only this session sees it "
         "until the person confirms it. Text that reads like instructions forms nothing. "
         "Returns the memories' ids, never their text."
@@ -586,18 +589,18 @@ class MemoryTools:
         }
 
 
-    def learn(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.learn``: ``learn`` the passage or turns, every turn read as a tool's."""
+    def learn(self, arguments: Mapping[str, Any] | None, *, ref: str | None) -> dict[str, Any]:
+        """``memory.learn``: ``learn`` the passage (as the person's words) or the turns, each
+        fact remembered as the MCP server's (untrusted, quarantined in this session)."""
         parsed = _parse(_LearnArguments, arguments)
-        # What an MCP client sends is untrusted, whoever it says spoke (ADR 0053): each turn
-        # is learnt as a tool's words, so its facts are quarantined in this session.
         if parsed.turns is None:
             assert parsed.text is not None  # noqa: S101 - the arguments model checked it
-            messages = [("tool", parsed.text)]
+            messages = [("user", parsed.text)]
         else:
-            messages = [("tool", turn.text) for turn in parsed.turns]
+            messages = [(turn.role, turn.text) for turn in parsed.turns]
+        learner = _ServerHandle(caller_of(self._handle), self.scope.server_name, ref)
         with _tenant.use(self.scope.tenant):
-            records = self._handle.learn(messages)
+            records = learner.learn(messages)
         learned = [_learned(record) for record in records]
         return {
             "memories": learned,
@@ -642,6 +645,31 @@ class MemoryTools:
             "deleted": deleted,
             "note": "Deleted for good." if deleted else "This session had no such value.",
         }
+
+
+class _ServerHandle(ScopedMemory):
+    """The server's handle for one ``memory.learn`` call: every memory it remembers is the
+    MCP server's, ``Source.mcp(<server name>, ref="<client>#<request id>/turn:<n>")``,
+    whatever source ``learn`` gave the turn it came from.
+
+    What an MCP client sends is untrusted whoever it says spoke (ADR 0053): a turn's role
+    decides which of the extractor's patterns read it, never the trust of what it forms, so
+    every fact is quarantined in this server's session until the person confirms it.
+    """
+
+    def __init__(self, caller: Caller, server: str, ref: str | None) -> None:
+        super().__init__(caller)
+        self._server = server
+        self._ref = ref
+
+    def remember(
+        self, text: str, *, source: Source | None = None, **options: Any
+    ) -> MemoryRecord:
+        """``remember`` with the MCP server as the source (the turn kept in its ``ref``)."""
+        turn = None if source is None else source.ref
+        ref = turn if self._ref is None else self._ref if turn is None else f"{self._ref}/{turn}"
+        said = Source.mcp(self._server, ref=ref, at=None if source is None else source.at)
+        return super().remember(text, source=said, **options)
 
 
 def _learned(record: MemoryRecord) -> dict[str, Any]:
@@ -691,7 +719,6 @@ def build_server(memory: Memory, scope: McpScope) -> Server[Any]:
     lock = anyio.Lock()
     structured: dict[str, Callable[[Mapping[str, Any] | None], dict[str, Any]]] = {
         FORGET: tools.forget,
-        LEARN: tools.learn,
         WORKING_SET: tools.working_set,
         WORKING_GET: tools.working_get,
         WORKING_LIST: tools.working_list,
@@ -708,11 +735,12 @@ def build_server(memory: Memory, scope: McpScope) -> Server[Any]:
     ) -> types.CallToolResult:
         run: Callable[[], types.CallToolResult]
         arguments = params.arguments
-        if params.name == REMEMBER:
+        if params.name in (REMEMBER, LEARN):
             ref = _call_ref(ctx)
+            write = tools.remember if params.name == REMEMBER else tools.learn
 
             def run() -> types.CallToolResult:
-                return _structured(tools.remember(arguments, ref=ref))
+                return _structured(write(arguments, ref=ref))
         elif params.name == RECALL:
 
             def run() -> types.CallToolResult:

@@ -419,6 +419,7 @@ def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
         "created_at": current.created_at.isoformat(),
         "status": current.status,
         "derived_from": list(current.derived_from),
+        "forked_from": current.forked_from,
         "versions": [
             {
                 "version": v.version,

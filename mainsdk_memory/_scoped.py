@@ -733,6 +733,7 @@ class _Handle:
             language=held.language if language is None else language,
             formation=formation,
             derived_from=held.derived_from,
+            forked_from=held.forked_from,
             fact_key=fact_key_names,
         )
         place = next_place(caller, current)

@@ -11,8 +11,10 @@ from mainsdk_memory import MemorySDKError
 def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
         "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
-        "ConfigurationError", "ConsentRequiredError", "DamagedMemoryError",
-        "Entity", "ErasePolicyError", "ForgetRequest", "Formation", "Hit", "IntegrityError",
+        "ConfigurationError", "ConsentRequiredError", "ConsolidationReport", "DamagedMemoryError",
+        "Entity", "Episode", "Episodes", "Fork", "ModelError", "ModelNotAllowedError",
+        "WorkingMemory", "ai", "ErasePolicyError", "ForgetRequest", "Formation", "Hit",
+        "IntegrityError",
         "InvalidInputError", "KeyStoreError", "Kind", "LANGUAGES", "Link",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",

@@ -368,6 +368,140 @@ CONVERSATIONS: tuple[dict[str, Any], ...] = (
             _fact(6, "event", "8812", "2026-02-03", role="assistant"),
         ),
     },
+    {
+        "name": "new_pet_and_baby",  # a Wednesday
+        "at": _at("2026-04-08"),
+        "messages": (
+            ("user", "Guess what, I just adopted a puppy named Bruno!"),
+            ("assistant", "Congratulations! What breed is he?"),
+            ("user", "He's a beagle mix. We're also expecting our first baby in September."),
+            ("user", "My partner is vegan, so we mostly cook plant-based."),
+            ("user", "I'm terrified of spiders, by the way."),
+            ("user", "lol that's hilarious"),
+            ("user", "Our anniversary is on the 14th of February."),
+        ),
+        "facts": (
+            _fact(0, "event", "puppy", "Bruno"),
+            _fact(2, "event", "baby", "2026-09"),
+            _fact(3, "fact", "partner", "vegan"),
+            _fact(4, "fact", "spiders"),
+            _fact(6, "fact", "anniversary", "02-14"),
+        ),
+    },
+    {
+        "name": "work_and_commute",  # a Friday in September
+        "at": _at("2026-09-18"),
+        "messages": (
+            ("user", "I teach maths at a secondary school in Leeds."),
+            ("user", "I'm originally from Kraków but I've lived in Berlin since 2019."),
+            ("user", "I drive a 2015 Honda Civic."),
+            ("user", "I got promoted to senior manager yesterday!"),
+            ("user", "I see what you mean."),
+            ("user", "I usually go to bed around 11."),
+            ("user", "My son starts kindergarten in September."),
+        ),
+        "facts": (
+            _fact(0, "fact", "maths", "Leeds"),
+            _fact(1, "fact", "Kraków"),
+            _fact(1, "fact", "Berlin", "2019"),
+            _fact(2, "fact", "Honda Civic"),
+            _fact(3, "event", "promoted", "2026-09-17"),
+            _fact(5, "fact", "bed", "11"),
+            _fact(6, "event", "kindergarten", "2026-09"),
+        ),
+    },
+    {
+        "name": "diet_and_health",  # a Sunday in January
+        "at": _at("2026-01-25"),
+        "messages": (
+            ("user", "I'm on a low-FODMAP diet."),
+            ("user", "I have a peanut allergy."),
+            ("user", "I broke my wrist last month, so typing is slow."),
+            ("user", "I stopped eating sugar in January."),
+            ("user", "I need to renew my passport before March."),
+            ("user", "It's so cold today."),
+            ("user", "I'm starving lol"),
+        ),
+        "facts": (
+            _fact(0, "fact", "low-FODMAP"),
+            _fact(1, "fact", "peanut allergy"),
+            _fact(2, "event", "wrist", "2025-12"),
+            _fact(3, "fact", "sugar", "2026-01"),
+            _fact(4, "note", "passport", "2026-03"),
+        ),
+    },
+    {
+        "name": "switching_providers",  # a Monday
+        "at": _at("2026-11-02"),
+        "messages": (
+            ("user", "I'm no longer with Vodafone; I switched to O2 last week."),
+            ("user", "We bought a house in Ghent last spring."),
+            ("user", "I've switched to decaf."),
+            ("user", "I hate flying."),
+            ("user", "Please don't send me notifications after 10pm."),
+            ("user", "Could you keep responses under 100 words from now on?"),
+            ("user", "Use metric units, please."),
+            ("user", "I'm a night owl."),
+            ("user", "I support Arsenal."),
+        ),
+        "facts": (
+            _fact(0, "fact", "no longer with Vodafone"),
+            _fact(0, "event", "O2", "2026-10-26"),
+            _fact(1, "event", "Ghent", "2026-03"),
+            _fact(2, "fact", "decaf"),
+            _fact(3, "preference", "flying"),
+            _fact(4, "preference", "notifications", "10pm"),
+            _fact(5, "preference", "100 words"),
+            _fact(7, "fact", "night owl"),
+            _fact(8, "fact", "Arsenal"),
+        ),
+    },
+    {
+        "name": "assistant_calendar",  # a Wednesday
+        "at": _at("2026-07-01"),
+        "messages": (
+            ("user", "Add my dentist appointment on Tuesday at 3pm to the calendar please."),
+            ("assistant", "I've added the dentist appointment to your calendar for Tuesday at "
+                          "3pm."),
+            ("assistant", "Your subscription renews on August 1."),
+            ("assistant", "I've set a reminder for you to call your mom on Sunday."),
+            ("assistant", "Paris is lovely in July, by the way."),
+            ("tool", "Customer tier: Gold. Member since: 2019-04-02. Preferred language: "
+                     "Portuguese."),
+            ("tool", "Reservation R-5521 confirmed for 2 guests on 2026-07-10 at Casa Alma."),
+            ("user", "ok cool"),
+        ),
+        "facts": (
+            _fact(1, "event", "dentist", "2026-07-07", role="assistant"),
+            _fact(2, "event", "subscription", "2026-08-01", role="assistant"),
+            _fact(3, "event", "mom", "2026-07-05", role="assistant"),
+            _fact(5, "fact", "Gold", role="tool"),
+            _fact(5, "fact", "2019-04-02", role="tool"),
+            _fact(5, "fact", "Portuguese", role="tool"),
+            _fact(6, "event", "R-5521", "Casa Alma", role="tool"),
+        ),
+    },
+    {
+        "name": "chitchat_two",
+        "at": _at("2026-10-11"),
+        "messages": (
+            ("user", "good morning!"),
+            ("user", "I'm back!"),
+            ("user", "Sorry, I was away for a bit."),
+            ("user", "Hmm, let me think about it."),
+            ("user", "I'd like a pizza recipe."),
+            ("user", "Could you translate this into French?"),
+            ("user", "My friend's cousin won the lottery."),
+            ("user", "Tom Hanks is a great actor."),
+            ("user", "If I had a boat I'd sail around the world."),
+            ("user", "I guess that's fine."),
+            ("user", "I love that!"),
+            ("user", "I'm just curious, how do planes fly?"),
+            ("user", "That makes sense, thanks."),
+            ("user", "I'm thinking about moving to Spain, not sure yet."),
+        ),
+        "facts": (),
+    },
 )
 
 
