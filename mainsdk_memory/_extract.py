@@ -27,6 +27,8 @@ opinions). Otherwise it forms a memory when it matches one of these families, tr
 this order (its kind in brackets):
 
 - *name*: ``I'm Dana``, ``my name is``, ``call me Sam`` (fact; ``call me`` a preference);
+- *what suits them*: ``mornings are best for me``, ``email is best``, ``the best way to
+  reach me is ...`` (preference), ``shellfish makes me sick`` (fact);
 - *how to be served*: an instruction that lasts (``always``, ``never``, ``from now on``,
   ``by default``), a reply language (``answer in German``), how to be contacted (``don't
   call me before 9am``, ``text me on Signal``), ``I want you to always ...`` (preference);
@@ -40,11 +42,23 @@ this order (its kind in brackets):
   is visiting this Saturday``, ``we got married``, ``I started a new job``, and any other
   first-person sentence with a date (event);
 - *who they are and what they have*: ``I'm a nurse``, ``I'm allergic to``, ``I'm from``,
-  ``I'm 34``, ``I work at``, ``I live in``, ``I have two cats``, ``I don't drink``, ``I no
-  longer eat meat``, ``I used to live in``, ``I've been vegan since ...``, habits (``I go
-  running every morning``), and facts about their people and things (``my daughter is called
-  Mia``, ``my wife Anna works at Google``, ``my email is ...``) (fact);
-- *goals*: ``I'm trying to``, ``I want to learn``, ``I'm saving for`` (note).
+  ``I'm 34``, ``I work at``, ``I live in``, ``I have two cats``, ``I can swim``, ``I don't
+  drink``, ``I no longer eat meat``, ``I used to live in``, ``I've been vegan since ...``,
+  habits (``I go running every morning``, ``I'm usually not home on weekdays``), and facts
+  about their people and things (``my daughter is called Mia``, ``my wife Anna works at
+  Google``, ``my email is ...``), not about someone else's (``my friend's cousin ...``)
+  (fact); a state for today only (``I'm working from home today``) forms nothing;
+- *goals*: ``I'm trying to lose weight``, ``I want to learn``, ``I'm saving for``, ``I'm
+  looking for a new job``, and a dated obligation (``I need to renew my passport before
+  March``) (note).
+
+**Short answers.** A user turn that forms nothing by itself but answers the question the
+assistant just asked about the person (its name, home, origin, work, age, allergies, diet,
+children or pets, birthday, contact details, an order number, a favourite) is written as
+the fact it gives: ``Where are you based?`` then ``Manchester`` forms ``I live in
+Manchester.``; a refusal or a question back (``I'd rather not say``, ``why?``) forms
+nothing. A sentence said without its subject (``Allergic to penicillin``, ``Love hiking``,
+``Been vegan since 2018``) is read, and written, with ``I``.
 
 **Splitting.** A sentence is cut where a new first-person clause begins (``, I ...``,
 ``and my ...``, ``; we ...``) and before ``and`` + a fact verb (``I live in Lyon and work at
@@ -259,7 +273,8 @@ _IWE: Final = r"^(?:i|we)(?:\s+|(?='))"
 _OPENER: Final = re.compile(
     r"^(?:(?:and|but|so|also|plus|now|then|today|currently|recently|finally|luckily|sadly|"
     r"unfortunately|fortunately|actually|anyway|besides|meanwhile|oh|well|btw|these\s+days|"
-    r"nowadays|at\s+the\s+moment|right\s+now|since\s+then|as\s+of\s+now)\b[\s,]*)*"
+    r"nowadays|at\s+the\s+moment|right\s+now|since\s+then|as\s+of\s+now|both|all|"
+    r"(?:one|two|three|all|each|both|most|some)\s+of)\b[\s,]*)*"
     r"(?:(?:(?:on|in|since|by|from|until|after|before|around|over|during|starting|as\s+of|"
     r"early|late)\s+)?(?:(?:the|this|next|last|coming|past|early|late|mid|end\s+of|"
     r"beginning\s+of|start\s+of|day\s+after|day\s+before)\s+)*"
@@ -423,6 +438,20 @@ _NEGATED_SERVICE: Final = re.compile(
     r"share|sign\s+me|cc|copy|refer\s+to|assume|offer|remind)\b",
     _I,
 )
+_PRONOUNS: Final = re.compile(
+    r"^(?:please\s+)?(?:use|refer\s+to\s+me\s+(?:as|with))\s+(?:the\s+)?(?:pronouns?\s+)?"
+    r"(?:they/them|she/her|he/him|they|she|he|ze/zir|xe/xem)\b",
+    _I,
+)
+#: "Mornings are best for me", "the best way to reach me is email".
+_BEST_FOR_ME: Final = re.compile(
+    r"\b(?:works?|is|are)\s+(?:the\s+)?best\s+for\s+me\b|\bbest\s+(?:way|time|days?|number|"
+    r"channel|place)\s+to\s+(?:reach|contact|call|get\s+hold\s+of|text|email|find)\s+me\b|"
+    r"\bsuits?\s+me\s+(?:best|better)\b|^[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|works?)\s+"
+    r"(?:usually\s+|always\s+)?(?:the\s+)?best(?:\s+for\s+(?:me|us))?\s*(?:[,.!;]|$)|\b(?:makes|make|gives|give)\s+me\s+(?:sick|ill|"
+    r"nauseous|a\s+headache|headaches|hives|migraines?|a\s+rash|heartburn)\b",
+    _I,
+)
 _REPLY_LANGUAGE: Final = re.compile(
     r"\b(?:answer|reply|respond|write|talk|speak|communicate|chat)\s+(?:to\s+me\s+|with\s+me\s+)?"
     r"(?:only\s+)?in\s+(?-i:[A-Z][a-z]+)\b",
@@ -464,6 +493,8 @@ _PREFERENCE: Final = re.compile(
     r"(?:big\s+|huge\s+|massive\s+|great\s+)?fans?\s+of|'m\s+obsessed\s+with|'m\s+passionate\s+"
     r"about|'m\s+crazy\s+about|'m\s+a\s+sucker\s+for|'d\s+rather|would\s+rather|'d\s+prefer|"
     r"would\s+prefer|tend\s+to\s+prefer|favou?r|swear\s+by|'m\s+partial\s+to|"
+    r"(?:'m|am|'re|are)\s+(?:a\s+)?(?:big|huge|massive|great|die-?hard|lifelong|loyal|"
+    r"massive|total)\s+(?:[\w-]+\s+){1,2}?fans?(?=\W*$)|"
     r"(?:'m|am)\s+(?:not\s+)?(?:a\s+)?(?:morning|night|evening|dog|cat|coffee|tea|beach|"
     r"mountain|city|people)\s+person)\b\s*(?P<obj>.*)$",
     _I,
@@ -601,11 +632,17 @@ _FACT_VERB: Final = (
     r"collect|practi[cs]e|train|bake|cook|knit|paint|sing|dance|swim|hike|climb|surf|ski|"
     r"commute|rent|share|grow|breed|celebrate|observe|fast|come\s+from|walk|cycle|bike|jog|"
     r"meditate|pray|read|write|blog|tutor|freelance|do|keep|raise|care\s+for|look\s+after|"
-    r"babysit|homeschool|identify\s+as|sleep|wake\s+up|get\s+up|go|vote|foster|"
+    r"babysit|homeschool|identify\s+as|sleep|wake\s+up|get\s+up|go|vote|foster|weigh|"
     r"stream|code|program|design|sew|garden|fish|hunt|sail|row|box|lift|skate|golf|"
     r"listen\s+to|watch|rely\s+on|suffer\s+from|struggle\s+with|deal\s+with|"
     r"shop\s+at|bank\s+with|fly\s+with|drive\s+a|ride\s+a|grew\s+up|was\s+born|were\s+born|"
     r"was\s+raised|were\s+raised|used\s+to\s+\w+)"
+)
+_ABILITY: Final = re.compile(
+    r"^(?:i|we)\s+" + _ADV + r"(?:can|can't|cannot|could\s+never)\s+" + _ADV + r"(?:run|swim|"
+    r"speak|drive|cook|play|read|write|ski|ride|code|sing|dance|knit|lift|bench|squat|type|"
+    r"walk|climb|surf|skate|sew|paint|draw|program|dive|sail|bake)\b",
+    _I,
 )
 _I_FACT: Final = re.compile(
     r"^(?:i|we)\s+" + _ADV + r"(?:" + _FACT_VERB + r")\b(?P<rest>.*)$", _I
@@ -637,7 +674,7 @@ _HABIT_WORDS: Final = re.compile(
     _I,
 )
 _FREQUENCY: Final = re.compile(
-    r"^(?:i|we)\s+(?:usually|always|normally|typically|generally|often|rarely|never|mostly|"
+    r"^(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+(?:usually|always|normally|typically|generally|often|rarely|never|mostly|"
     r"regularly|occasionally|tend\s+to)\s+(?!(?:forget|get|feel|wonder|think|say|ask|try|"
     r"want|need|have\s+to|end\s+up|seem|mess|lose|miss)\b)\w+",
     _I,
@@ -663,7 +700,8 @@ _BE_FACT: Final = re.compile(
     r"(?:[\w-]+\s+){0,3}(?:plan|diet|team|board|tier|medication|meds|pill|list|committee|"
     r"contract|program|programme|course)\b|on\s+(?:medication|meds|a\s+diet|the\s+pill|"
     r"antidepressants|insulin|blood\s+thinners)|\d{1,3}(?:\s+years?\s+old)?\s*[.,!]?$|"
-    r"\d{1,3}\s+years?\s+old|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
+    r"\d{1,3}\s+years?\s+old|\d+(?:[.,]\d+)?\s*(?:m|cm|ft|feet|foot|kg|kilos|lbs|pounds|"
+    r"stone)\b|\d'\s?\d+|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
     r"(?:-\w+)?(?:\s+years?\s+old)?|turning\s+\d+|raising|caring\s+for|looking\s+after|"
     r"afraid\s+of|scared\s+of|terrified\s+of|frightened\s+of|a\s+member\s+of|part\s+of|"
     r"fluent\s+in|native|bilingual|trilingual|jewish|muslim|christian|catholic|hindu|"
@@ -684,7 +722,8 @@ _GOAL: Final = re.compile(
     r"get\s+(?:fit|fitter|better|healthier|pregnant|in\s+shape)|save|eat|cut|stop|run|build|"
     r"find\s+a\s+(?:new\s+)?(?:job|flat|house|apartment|partner)|become|improve|drink|sleep|"
     r"exercise|be\s+more|read\s+more|write|walk|give\s+up|reduce|avoid|go)|"
-    r"saving\s+(?:up\s+)?for|"
+    r"saving\s+(?:up\s+)?for|looking\s+for\s+(?:a\s+)?(?:new\s+)?(?:job|flat|apartment|house|"
+    r"home|place\s+to\s+live|roommate|flatmate|partner|school)|job\s+hunting|house\s+hunting|"
     r"working\s+towards?|hoping\s+to)\b|" + _IWE + _ADV + r"(?:want|wanna|"
     r"hope|'d\s+love|would\s+love|dream\s+of|aim)\s+to\s+(?:learn|become|move|retire|run|quit|"
     r"lose|start|improve|travel|visit|buy|get\s+better|finish|write|open|build|save|climb|"
@@ -739,7 +778,8 @@ _DURABLE_PREDICATE: Final = re.compile(
     r"start|graduated|graduates|got|joined|left|retired|retires|was\s+born|were\s+born|"
     r"is\s+allergic|can't\s+eat|can't\s+have|doesn't\s+eat|don't\s+eat|doesn't\s+drink|"
     r"leaves|lands|departs|arrives|begins|ends|expires|renews|runs\s+out|falls|is\s+on|"
-    r"costs|takes\s+place|happens|comes|came|just\s+got|"
+    r"costs|takes\s+place|happens|comes|came|just\s+got|had\s+(?:a\s+baby|twins|a\s+(?:boy|"
+    r"girl|son|daughter))|"
     r"needs\s+(?:a|an)\s+\w+|suffers|uses|use|wears|wear|collects|plays|coaches|manages|"
     r"looks\s+after|cares\s+for|lived|worked|moved|bought|sold|adopted|married|divorced|"
     r"broke\s+(?:his|her|their)|won|lost\s+(?:his|her|their)|visited|visits|stays|stay)\b)",
@@ -786,8 +826,8 @@ def _preference(core: str) -> bool:
         return False
     verb = found["verb"].lower()
     obj = found["obj"].strip()
-    if verb.endswith("person"):
-        return True
+    if verb.endswith(("person", "fan", "fans")):
+        return True  # "I'm a night person", "I'm a huge Liverpool fan"
     return not _BAD_OBJECT.match(obj) and len(obj) >= 2
 
 
@@ -802,7 +842,7 @@ def _service(core: str) -> bool:
                                "only", "please only", "always", "please always")):
             return True
         return bool(_CONTACT_HOW.match(contact["rest"]))
-    if _NEGATED_SERVICE.match(core):
+    if _NEGATED_SERVICE.match(core) or _PRONOUNS.search(core):
         return True
     return bool(_LASTING.search(core) and _SERVICE_VERB.match(core))
 
@@ -843,6 +883,9 @@ def _possessive(core: str, dated: bool) -> CandidateKind | None:
         return None  # "my friend's cousin ...": someone else's people
     if _OPINION_PREDICATE.match(pred) and not dated:
         return None
+    pair = re.match(r"^(?:and|&)\s+(?:his|her|their|my|our|i)\b(?:\s+[\w-]+)?\s+", pred, _I)
+    if pair is not None:
+        pred = pred[pair.end() :]  # "my brother and his wife just had a baby"
     phrase = _PHRASE.match(pred)
     if phrase is not None and not _DURABLE_PREDICATE.match(pred):
         # "my flight to Tokyo leaves ...": the noun's phrase first, then its predicate
@@ -911,6 +954,13 @@ def _kind(core: str) -> CandidateKind | None:
         return "preference"
     if _MY_DAY.match(core):
         return "fact"  # "it's my birthday today": the day it falls on
+    best = _BEST_FOR_ME.search(core)
+    if best is not None and not re.match(
+        r"^(?:what|which|when|how|that|this|it|either|both|any|whatever|whichever|those|these)\b",
+        core, _I,
+    ):
+        return "fact" if re.search(r"\bme\s+(?:sick|ill|nau|a\s+h|head|hiv|mig|a\s+r|heart)",
+                                   best.group(), _I) else "preference"
     if not _SUBJECT.match(core):
         return None
     named = _name(core)
@@ -923,6 +973,8 @@ def _kind(core: str) -> CandidateKind | None:
     if _PROCEDURE.match(core):
         return "procedure"
     dated = bool(_DATEISH.search(core))
+    if _GOAL.match(core):
+        return "note"
     if _TRANSIENT_STATE.match(core) and not (dated and _PLAN.match(core)):
         if dated and _OWN_EVENT.search(core):
             return "event"  # "I'm so excited about my trip to Rome next week"
@@ -958,6 +1010,8 @@ def _kind(core: str) -> CandidateKind | None:
     if lowered.startswith(("my ", "our ")):
         return _possessive(core, dated)
     if _DURABLE_NEGATION.match(core) or _PERFECT_FACT.match(core) or _BE_FACT.match(core):
+        return "fact"
+    if _ABILITY.match(core):
         return "fact"
     fact = _I_FACT.match(core)
     if fact is not None:
@@ -1269,6 +1323,105 @@ def _tool_found(text: str) -> list[_Found]:
     return out
 
 
+# -- short answers to the assistant's questions -------------------------------------------------
+
+#: Questions an assistant asks about the person, and how a short answer is written as a fact:
+#: ``{}`` is the answer, ``{a}`` its article. Tried in order.
+_QUESTIONS: Final[tuple[tuple[re.Pattern[str], str, CandidateKind], ...]] = tuple(
+    (re.compile(question, _I), template, kind)
+    for question, template, kind in (
+        (r"\bwhat(?:'s|\s+is)\s+your\s+(?:first\s+|full\s+)?name\b|\bwhat\s+(?:should|can)\s+"
+         r"i\s+call\s+you\b|\bwho\s+am\s+i\s+(?:speaking|talking|chatting)\s+(?:to|with)\b",
+         "My name is {}.", "fact"),
+        (r"\bwhere\s+(?:do\s+you\s+live|are\s+you\s+(?:based|located|living)|is\s+home)\b",
+         "I live in {}.", "fact"),
+        (r"\bwhere\s+(?:are\s+you\s+(?:from|originally\s+from)|do\s+you\s+come\s+from)\b",
+         "I'm from {}.", "fact"),
+        (r"\bwhere\s+did\s+you\s+grow\s+up\b", "I grew up in {}.", "fact"),
+        (r"\bwhere\s+do\s+you\s+work\b|\bwho\s+do\s+you\s+work\s+for\b|\bwhich\s+company\b",
+         "I work at {}.", "fact"),
+        (r"\bhow\s+old\s+are\s+you\b|\bwhat(?:'s|\s+is)\s+your\s+age\b", "I'm {}.", "fact"),
+        (r"\bwhat\s+do\s+you\s+do(?:\s+for\s+(?:work|a\s+living))?\b|\bwhat(?:'s|\s+is)\s+your\s+"
+         r"(?:job|profession|occupation|line\s+of\s+work)\b", "I'm {a}{}.", "fact"),
+        (r"\b(?:any|have\s+any)\s+(?:food\s+)?allerg(?:ies|y)\b|\ballergic\s+to\s+anything\b",
+         "I'm allergic to {}.", "fact"),
+        (r"\bdietary\s+(?:restrictions?|requirements?|preferences?|needs)\b|\bdo\s+you\s+eat\s+"
+         r"(?:meat|fish|dairy)\b", "My dietary requirements: {}.", "fact"),
+        (r"\b(?:do\s+you\s+have\s+any|how\s+many)\s+(?P<noun>kids|children|pets|siblings|"
+         r"brothers|sisters|cats|dogs)\b", "I have {}.", "fact"),
+        (r"\bwhen(?:'s|\s+is)\s+your\s+birthday\b", "My birthday is {}.", "fact"),
+        (r"\b(?:your|the)\s+(?P<noun>(?:order|booking|reservation|account|membership|customer|"
+         r"policy|ticket|tracking|reference|confirmation)\s+(?:number|id|no\.?|reference|code))\b",
+         "My {noun} is {}.", "fact"),
+        (r"\bwhat(?:'s|\s+is)\s+your\s+(?P<noun>email(?:\s+address)?|e-mail|phone\s+number|"
+         r"(?:mobile|cell)\s+number|number|address|postcode|zip\s+code)\b", "My {noun} is {}.",
+         "fact"),
+        (r"\bhow\s+(?:should|would\s+you\s+like|do\s+you\s+prefer|can|shall)\s+(?:we|i)\s+"
+         r"(?:contact|reach)\s+you\b|\bpreferred\s+(?:contact|way\s+to\s+be\s+contacted)\b",
+         "I prefer to be contacted by {}.", "preference"),
+        (r"\bwhat(?:'s|\s+is)\s+your\s+favou?rite\s+(?P<noun>[\w-]+(?:\s+[\w-]+)?)\b",
+         "My favourite {noun} is {}.", "preference"),
+        (r"\bwhich\s+language\b.*\b(?:prefer|like)\b|\bwhat\s+language\s+(?:do\s+you\s+)?"
+         r"prefer\b", "I prefer {}.", "preference"),
+    )
+)
+_ANSWER_LEAD: Final = re.compile(
+    r"^(?:(?:yes|yeah|yep|yup|sure|well|um+|uh+|oh|ok|okay|it's|its|it\s+is|that's|that\s+would\s+"
+    r"be|i'm|i\s+am|my\s+name\s+is|call\s+me|in|at|by|via|from|just|only|actually|i\s+have|"
+    r"i've\s+got|i\s+live\s+in|i\s+work\s+at)\b[\s,.:!-]*)+",
+    _I,
+)
+#: Templates whose answer is a name, kept as written.
+_PROPER_ANSWERS: Final = frozenset(
+    {"I live in {}.", "I'm from {}.", "I grew up in {}.", "I work at {}.", "My {noun} is {}.",
+     "I prefer {}.", "I prefer to be contacted by {}."}
+)
+_COUNTED: Final = re.compile(
+    r"\b(?:kids?|children|child|pets?|siblings?|brothers?|sisters?|cats?|dogs?|sons?|"
+    r"daughters?|boys?|girls?|twins|hamsters?|rabbits?|birds?|fish)\b",
+    _I,
+)
+_NO_ANSWER: Final = re.compile(
+    r"^(?:no|nope|nah|none|nothing|not\s+really|i\s+don't\s+know|dunno|not\s+sure|no\s+idea|"
+    r"i'd\s+rather\s+not(?:\s+say)?|pass|skip|why|what|huh|maybe|later|n/?a|idk)\b",
+    _I,
+)
+
+
+def _answer(question: str, answer: str) -> list[_Found]:
+    """A short answer (``Lisbon.``, ``Yes, peanuts``) to a question the assistant asked about
+    the person, written as the fact it gives (``I live in Lisbon.``)."""
+    text = _clean(_normalise(answer)).strip(" .!")
+    if not text or "?" in text or _NO_ANSWER.match(text) or _takes_back(text):
+        return []
+    value = _ANSWER_LEAD.sub("", text).strip(" .,!")
+    value = re.sub(r"[\s,]+(?:please|thanks|thank\s+you|thx|cheers)$", "", value, flags=_I)
+    if not value or len(value.split()) > 6 or _NO_ANSWER.match(value):
+        return []
+    for pattern, template, kind in _QUESTIONS:
+        asked = pattern.search(question)
+        if asked is None:
+            continue
+        noun = asked.groupdict().get("noun") or ""
+        if template == "I have {}." and noun and not _COUNTED.search(value):
+            value = f"{value} {noun.lower()}"  # "Yes, two." to "I have two kids."
+        if template.startswith("My name"):
+            words = value.split()
+            if len(words) > 3 or not all(w.replace("-", "").replace("'", "").isalpha()
+                                         for w in words) or words[0].lower() in _NOT_NAMES:
+                return []
+            value = " ".join(w if w[0].isupper() else w.capitalize() for w in words)
+        elif (template not in _PROPER_ANSWERS and re.match(r"^[A-Z][a-z]*\b", value)
+              and not re.match(r"^(?:" + _MONTH + r"|" + _WD + r")\b", value, _I)):
+            value = value[0].lower() + value[1:]  # "Nurse." is "a nurse", "A dog" is "a dog"
+        article = ""
+        if "{a}" in template and not re.match(r"^(?:a|an|the|my)\s", value, _I):
+            article = "an " if value[:1].lower() in "aeiou" else "a "
+        written = template.replace("{a}", article).replace("{noun}", noun.lower())
+        return [(written.replace("{}", value), kind)]
+    return []
+
+
 _READERS: Final[dict[str, Callable[[str], list[_Found]]]] = {
     "user": _user, "assistant": _assistant_found, "tool": _tool_found,
 }
@@ -1283,6 +1436,7 @@ def extract(turns: Sequence[Turn], *, now: datetime) -> list[Candidate]:
     out: list[Candidate] = []
     seen: set[str] = set()
     last_user: int | None = None
+    question: str | None = None  # the assistant's last question, for a short answer to it
     for turn in turns:
         reader = _READERS.get(turn.role)
         if reader is None or not turn.text.strip():
@@ -1293,7 +1447,15 @@ def extract(turns: Sequence[Turn], *, now: datetime) -> list[Candidate]:
                 seen.discard(out.pop().text.casefold())  # "jk" said in the next turn
             last_user = turn.index
         moment = turn.at if turn.at is not None else now
-        for text, kind in reader(turn.text):
+        found = reader(turn.text)
+        if turn.role == "user" and not found and question is not None:
+            found = _answer(question, turn.text)
+        if turn.role == "assistant":
+            said = sentences(_normalise(turn.text))
+            question = next((one for one in reversed(said) if one.endswith("?")), None)
+        elif turn.role == "user":
+            question = None
+        for text, kind in found:
             resolved = resolve(text, moment)
             written = _finish(resolved.text)
             key = written.casefold()

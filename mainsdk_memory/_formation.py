@@ -461,9 +461,12 @@ def _against(
         if facts and only_new and 1 - len(only_held) / (len(held.terms) or 1) >= REFINES:
             return Decision("refinement", target, "adds-detail")
         return Decision("related", target, "shares-terms")
-    if _holders(new) != _holders(held) and _holders(new) and _holders(held):
-        # "My sister lives in Lisbon" is no version of "My brother lives in Lisbon", nor
-        # "Ben is allergic to peanuts" a repeat of "Tom is allergic to peanuts".
+    if _kin(new) != _kin(held) or (
+        _holders(new) != _holders(held) and _holders(new) and _holders(held)
+    ):
+        # "My sister lives in Lisbon" is no version of "My brother lives in Lisbon" (nor of
+        # "I live in Lisbon"), nor "Ben is allergic to peanuts" a repeat of "Tom is allergic
+        # to peanuts".
         return Decision("related", target, "shares-terms")
     if claims and new.negated != held.negated and closeness >= FRAME and (shared or exclusive):
         if _says(new, _ENDINGS):
@@ -515,11 +518,15 @@ _KIN: Final = frozenset(
 )  # fmt: skip
 
 
+def _kin(text: _Text) -> frozenset[str]:
+    """The relatives, partners and colleagues the text names."""
+    return frozenset(word for word in text.written.values() if word in _KIN)
+
+
 def _holders(text: _Text) -> frozenset[str]:
     """Whose fact the text states, as far as its words say: the name it starts with and the
     relatives it names (nothing for a note about the person acted for)."""
-    kin = frozenset(word for word in text.written.values() if word in _KIN)
-    return text.first | kin
+    return text.first | _kin(text)
 
 
 def _synonyms(

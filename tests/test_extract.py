@@ -56,6 +56,9 @@ def found(text: str, role: str = "user") -> list[tuple[str, str]]:
         ("I don't drink alcohol.", "fact", "I don't drink alcohol."),
         ("I go running every morning.", "fact", "I go running every morning."),
         ("I've been a teacher for 15 years.", "fact", "I've been a teacher for 15 years."),
+        ("I can swim.", "fact", "I can swim."),
+        ("I'm usually not home on weekdays.", "fact", "I'm usually not home on weekdays."),
+        ("Shellfish makes me sick.", "fact", "Shellfish makes me sick."),
         # their people and things
         ("My daughter is called Mia.", "fact", "My daughter is called Mia."),
         ("My wife Anna works at Google.", "fact", "My wife Anna works at Google."),
@@ -73,6 +76,9 @@ def found(text: str, role: str = "user") -> list[tuple[str, str]]:
         ("I'm not a fan of long emails.", "preference", "I'm not a fan of long emails."),
         ("My favourite band is Muse.", "preference", "My favourite band is Muse."),
         ("I hate it when people are late.", "preference", "I hate it when people are late."),
+        ("Mornings are best for me.", "preference", "Mornings are best for me."),
+        ("The best way to reach me is email.", "preference",
+         "The best way to reach me is email."),
         # how to be served
         ("Please always answer in German.", "preference", "Please always answer in German."),
         ("Don't call me before 9am.", "preference", "Don't call me before 9am."),
@@ -91,6 +97,9 @@ def found(text: str, role: str = "user") -> list[tuple[str, str]]:
         # goals
         ("I'm trying to lose weight.", "note", "I'm trying to lose weight."),
         ("I want to learn Spanish.", "note", "I want to learn Spanish."),
+        ("I'm looking for a new job.", "note", "I'm looking for a new job."),
+        ("I need to renew my passport before March.", "note",
+         "I need to renew my passport before March 2027 (2027-03)."),
     ],
 )
 def test_each_family_forms_its_kind(said: str, kind: str, stored: str) -> None:
@@ -224,10 +233,67 @@ def test_a_clause_that_is_no_fact_stays_with_its_neighbour() -> None:
     ]
 
 
+def test_a_sentence_without_its_subject_is_read_with_i() -> None:
+    assert found("Allergic to penicillin btw") == [("fact", "I'm allergic to penicillin.")]
+    assert found("Love hiking, hate running.") == [
+        ("preference", "I love hiking, hate running.")
+    ]
+    (vegan,) = learnt("Been vegan since 2018.")
+    assert (vegan.text, vegan.valid_from) == (
+        "I've been vegan since 2018.", datetime(2018, 1, 1, tzinfo=UTC)
+    )
+    assert found("Love it!") == []
+    assert found("Going to bed now.") == []
+
+
 def test_sentences_are_cut_at_their_ends_not_at_abbreviations() -> None:
     assert sentences("I'm a nurse at St. Mary's. I live in Lyon! Do you? ok") == [
         "I'm a nurse at St. Mary's.", "I live in Lyon!", "Do you?", "ok"
     ]
+
+
+# -- short answers to the assistant's questions ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "stored"),
+    [
+        ("What's your name?", "Priya \U0001F60A", "My name is Priya."),
+        ("What's your name?", "i'm sam", "My name is Sam."),
+        ("Lovely! Where are you based?", "Manchester", "I live in Manchester."),
+        ("What do you do for a living?", "Nurse.", "I'm a nurse."),
+        ("Any allergies I should know about?", "Yes, peanuts.", "I'm allergic to peanuts."),
+        ("Do you have any kids?", "Yes, two.", "I have two kids."),
+        ("When's your birthday?", "March 3rd", "My birthday is on March 3 (next: 2027-03-03)."),
+        ("Could you give me your order number?", "It's 55102.", "My order number is 55102."),
+    ],
+)
+def test_a_short_answer_to_a_question_about_the_person_is_its_fact(
+    question: str, answer: str, stored: str
+) -> None:
+    turns = [
+        Turn(role="assistant", text=question, index=0), Turn(role="user", text=answer, index=1)
+    ]
+    assert [(c.role, c.turn, c.text) for c in extract(turns, now=NOW)] == [("user", 1, stored)]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What's your name?", "why do you ask?"),
+        ("Where do you live?", "I'd rather not say."),
+        ("Any allergies?", "No."),
+        ("Would you like a table?", "Yes please."),
+        ("How can I help?", "Just browsing."),
+    ],
+)
+def test_no_answer_or_no_question_forms_nothing(question: str, answer: str) -> None:
+    turns = [
+        Turn(role="assistant", text=question, index=0), Turn(role="user", text=answer, index=1)
+    ]
+    assert extract(turns, now=NOW) == []
+    # the same words with no question before them say nothing either
+    assert learnt("Manchester") == []
 
 
 # -- roles -----------------------------------------------------------------------------------
@@ -252,10 +318,17 @@ def test_the_assistant_forms_what_it_did_or_states_about_the_person() -> None:
         "You should drink more water.", "I recommend starting with 20-minute sessions.",
         "Most adults need 150 minutes of exercise a week.", "I can book a table if you like.",
         "I'll book it now.", "Here are three hotels near Baixa.", "You're welcome!",
+        "You're right, sorry.",
     ],
 )
 def test_the_assistants_suggestions_and_knowledge_form_nothing(said: str) -> None:
     assert found(said, role="assistant") == []
+
+
+def test_the_assistant_restating_a_fact_about_the_person_forms_it() -> None:
+    assert found("Got it, you're vegetarian. I'll keep that in mind.", role="assistant") == [
+        ("fact", "You're vegetarian.")
+    ]
 
 
 def test_a_tool_forms_only_declarative_facts_about_the_customer() -> None:

@@ -364,3 +364,20 @@ def test_a_typed_fact_keeps_its_key_through_every_version(memory: Memory) -> Non
     moved = ada.remember("Home.", data=Residence(person="ada", attribute="home", city="Porto"))
     assert moved.formation is not None and moved.formation.reason == "same-key"
     assert (moved.id, moved.version) == (home.id, 4)
+
+
+def test_a_relative_on_one_side_only_is_another_holder_never_a_duplicate(
+    memory: Memory,
+) -> None:
+    pairs = [
+        ("I live in Lisbon.", "My sister lives in Lisbon."),
+        ("I love hiking.", "My wife loves hiking."),
+        ("My brother is allergic to peanuts.", "I am allergic to peanuts."),
+    ]
+    with tenant.use("acme"):
+        for number, (held, new) in enumerate(pairs):
+            ada = memory.acting_for(f"ada-{number}", agent="bot")
+            first = ada.remember(held)
+            second = ada.remember(new)
+            assert second.formation is not None and second.formation.outcome == "related"
+            assert second.id != first.id and second.text == new

@@ -502,6 +502,99 @@ CONVERSATIONS: tuple[dict[str, Any], ...] = (
         ),
         "facts": (),
     },
+    {
+        "name": "onboarding_answers",  # a Friday; short answers to the assistant's questions
+        "at": _at("2026-03-20"),
+        "messages": (
+            ("assistant", "Hi! I'm your new assistant. What's your name?"),
+            ("user", "Priya \U0001F60A"),
+            ("assistant", "Lovely to meet you, Priya. Where are you based?"),
+            ("user", "Manchester"),
+            ("assistant", "Any dietary restrictions I should know about?"),
+            ("user", "Yes, I'm vegan and I can't have soy."),
+            ("assistant", "Got it. How would you like me to contact you?"),
+            ("user", "Email is best, not calls."),
+            ("assistant", "Great. Anything else?"),
+            ("user", "Nope, that's all for now. Thanks!"),
+        ),
+        "facts": (
+            _fact(1, "fact", "Priya"),
+            _fact(3, "fact", "Manchester"),
+            _fact(5, "fact", "vegan"),
+            _fact(5, "fact", "soy"),
+            _fact(7, "preference", "Email"),
+        ),
+    },
+    {
+        "name": "fitness_coach",  # a Monday
+        "at": _at("2026-10-05"),
+        "messages": (
+            ("user", "I want to run a half marathon next spring."),
+            ("user", "Right now I can run about 5k without stopping."),
+            ("user", "I have asthma, so I need to be careful in cold weather."),
+            ("user", "I'm free on Tuesday and Thursday evenings."),
+            ("assistant", "I suggest three runs a week: two easy runs and one long run on "
+                          "Sundays."),
+            ("user", "Sounds good! I weigh 82 kg and I'm 1.80 m tall."),
+            ("user", "My knee surgery was in 2023 but it's fine now."),
+            ("user", "ugh I'm so sore today lol"),
+        ),
+        "facts": (
+            _fact(0, "note", "half marathon", "2027-03"),
+            _fact(1, "fact", "5k"),
+            _fact(2, "fact", "asthma"),
+            _fact(3, "preference", "Tuesday", "Thursday"),
+            _fact(5, "fact", "82 kg"),
+            _fact(5, "fact", "1.80"),
+            _fact(6, "event", "knee surgery", "2023"),
+        ),
+    },
+    {
+        "name": "shopping_support",  # a Sunday
+        "at": _at("2026-05-31"),
+        "messages": (
+            ("user", "Hi, I ordered a jacket on Tuesday and it still hasn't arrived."),
+            ("assistant", "I'm sorry about that! Could you give me your order number?"),
+            ("user", "It's 55102."),
+            ("tool", "Order 55102: status in transit, estimated delivery 2026-06-03, shipped to "
+                     "customer in Coimbra."),
+            ("assistant", "Thanks for waiting! Your order 55102 is in transit and should arrive "
+                          "on Wednesday."),
+            ("user", "Ok. Also, I'm usually not home on weekdays, so please leave parcels with "
+                     "my neighbour."),
+            ("user", "And my size is M, if you need it for the exchange."),
+        ),
+        "facts": (
+            _fact(0, "event", "jacket", "2026-05-26"),
+            _fact(2, "fact", "55102"),
+            _fact(3, "fact", "55102", "Coimbra", role="tool"),
+            _fact(4, "event", "55102", "2026-06-03", role="assistant"),
+            _fact(5, "preference", "neighbour"),
+            _fact(6, "fact", "size is M"),
+        ),
+    },
+    {
+        "name": "long_message",  # a Wednesday
+        "at": _at("2026-08-12"),
+        "messages": (
+            ("user", "So a bit about me: I'm 29, I work as a pharmacist in Leeds, and I share a "
+                     "flat with two friends. I'm originally from Lagos. In my free time I play "
+                     "the violin and I'm learning Korean. Oh, and I'm allergic to penicillin!"),
+            ("assistant", "That's a great mix! How long have you been learning Korean?"),
+            ("user", "About a year. I'm going to Seoul in October to practise."),
+            ("user", "my flatmate's birthday is on friday, any gift ideas?"),
+        ),
+        "facts": (
+            _fact(0, "fact", "29"),
+            _fact(0, "fact", "pharmacist", "Leeds"),
+            _fact(0, "fact", "flat", "two friends"),
+            _fact(0, "fact", "Lagos"),
+            _fact(0, "fact", "violin"),
+            _fact(0, "fact", "Korean"),
+            _fact(0, "fact", "penicillin"),
+            _fact(2, "event", "Seoul", "2026-10"),
+        ),
+    },
 )
 
 
