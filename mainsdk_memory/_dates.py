@@ -36,11 +36,11 @@ the year of its December: winter 2026-27).
                                ``N days|weeks ago``, ``N ... from now``; N is a digit or
                                ``a``/``an``/``one`` ... ``twelve``, ``a couple of``;
                                ``in a fortnight`` is 14 days
-``the 12th``                   the next 12th on or after today (the last one on or before
-                               in a past-tense clause); ``the 12th of next month``; not
-                               when a noun follows (``the 12th floor``)
-``March 3``, ``3 March``,      the next March 3 on or after today (the last one on or
-``the 3rd of March``           before, in a past-tense clause); with a year, that day
+``the 12th``                   the next 12th after today (the last one before today in a
+                               past-tense clause); ``the 12th of next month``; not when a
+                               noun follows (``the 12th floor``)
+``March 3``, ``3 March``,      the next March 3 after today (the last one before today,
+``the 3rd of March``           in a past-tense clause); with a year, that day
 ``in June``, ``since June``    next June: this year's if June is this month or later, else
                                next year's; in a past-tense clause or after ``since`` the
                                last June (this month or earlier); ``last June`` and
@@ -71,7 +71,7 @@ used: the preposition written before the expression is kept (``until next Friday
 year) is added (``I'm flying to Lisbon next Friday`` becomes ``I'm flying to Lisbon on
 2026-12-11 (Friday)``), capitalised at the start of the text. A yearless date in a clause
 about something that recurs (a birthday, an anniversary) keeps its words and gains its next
-day: ``my birthday is on the 20th`` becomes ``my birthday is on December 20 (next:
+day (today counts): ``my birthday is on the 20th`` becomes ``my birthday is on December 20 (next:
 2026-12-20)``.
 """
 
@@ -278,28 +278,38 @@ def _seasons_around(today: date, first: int) -> list[tuple[date, date]]:
     return [_season(year, first) for year in range(today.year - 2, today.year + 2)]
 
 
-def _next_day_of_month(today: date, day: int, *, past: bool) -> date | None:
-    """The next (or last) date on or after (before) ``today`` whose day of month is ``day``."""
+def _beyond(candidate: date, today: date, *, past: bool, strict: bool) -> bool:
+    if past:
+        return candidate < today if strict else candidate <= today
+    return candidate > today if strict else candidate >= today
+
+
+def _next_day_of_month(today: date, day: int, *, past: bool, strict: bool = True) -> date | None:
+    """The next (or last) date after (before) ``today`` whose day of month is ``day``; with
+    ``strict`` false, today counts."""
     step = -1 if past else 1
     month = date(today.year, today.month, 1)
     for _ in range(14):
         if day <= calendar.monthrange(month.year, month.month)[1]:
             candidate = month.replace(day=day)
-            if (candidate <= today) if past else (candidate >= today):
+            if _beyond(candidate, today, past=past, strict=strict):
                 return candidate
         month = _add_months(month, step)
     return None
 
 
-def _next_month_day(today: date, month: int, day: int, *, past: bool) -> date | None:
-    """The next (or last) ``month``/``day`` on or after (before) today; Feb 29 in leap years."""
+def _next_month_day(
+    today: date, month: int, day: int, *, past: bool, strict: bool = True
+) -> date | None:
+    """The next (or last) ``month``/``day`` after (before) today, Feb 29 in leap years; with
+    ``strict`` false, today counts."""
     step = -1 if past else 1
     for offset in range(9):
         year = today.year + step * offset
         if day > calendar.monthrange(year, month)[1]:
             continue
         candidate = date(year, month, day)
-        if (candidate <= today) if past else (candidate >= today):
+        if _beyond(candidate, today, past=past, strict=strict):
             return candidate
     return None
 
@@ -580,7 +590,7 @@ def _calendar_day(match: re.Match[str], context: _Context) -> _Found | None:
         found = date(year, month, day)
         return _day(match, found, past=found < today)
     if _recurring(context, match):
-        nxt = _next_month_day(today, month, day, past=False)
+        nxt = _next_month_day(today, month, day, past=False, strict=False)
         if nxt is None:
             return None
         return _Found(match.span(), nxt, nxt, "day", False,
@@ -617,7 +627,7 @@ def _day_of_month(match: re.Match[str], context: _Context) -> _Found | None:
         found = first.replace(day=day)
         return _day(match, found, past=found < today)
     if _recurring(context, match):
-        nxt = _next_day_of_month(today, day, past=False)
+        nxt = _next_day_of_month(today, day, past=False, strict=False)
         if nxt is None:
             return None
         return _Found(match.span(), nxt, nxt, "day", False,
@@ -686,9 +696,9 @@ def _holiday(match: re.Match[str], context: _Context) -> _Found | None:
     today = context.today
     rel = (match["rel"] or "").lower()
     if rel == "last":
-        found = _next_month_day(today - timedelta(days=1), month, day, past=True)
+        found = _next_month_day(today, month, day, past=True)
     elif rel == "next":
-        found = _next_month_day(today + timedelta(days=1), month, day, past=False)
+        found = _next_month_day(today, month, day, past=False)
     elif rel == "this":
         found = date(today.year, month, day)
     else:

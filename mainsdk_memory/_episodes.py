@@ -2,9 +2,9 @@
 
 ``handle.episodes`` appends what was said and done (a user's or assistant's turn, a tool's
 output, a system note), per person and session, and lists it back in time order; ``learn``
-can read from it. There is no update and no delete: a person's erase, retention and the
-person's forget of everything remove entries. Each entry is one control record of the
-driver (every driver has them)::
+can read from it. There is no update and no delete: the person's erase removes every entry,
+and retention the expired ones. Each entry is one control record of the driver (every driver
+has them)::
 
     episode/<pseudonym>/<YYYYmmddTHHMMSS.ffffffZ>-<24 hex digits>
 
@@ -308,7 +308,8 @@ class Episodes:
             prefix = _prefix(caller.pseudonym())
             cutoffs = caller.services.retention_cutoffs()
             found: builtins.list[Episode] = []
-            for key, value in reversed(listed(caller, prefix)):
+            # Key order is time order (the core sorts: it does not rely on the driver's).
+            for key, value in reversed(sorted(listed(caller, prefix))):
                 if edge is not None and key[len(prefix) :] >= edge:
                     continue  # at or after ``before`` (the stamp then a "-": never equal)
                 document = _open_entry(caller, keys, key, value)
@@ -340,7 +341,7 @@ class Episodes:
 
 
 def _entries(caller: Caller, keys: SubjectKeys) -> Iterator[dict[str, Any]]:
-    for key, value in listed(caller, _prefix(caller.pseudonym())):
+    for key, value in sorted(listed(caller, _prefix(caller.pseudonym()))):
         document = _open_entry(caller, keys, key, value)
         if document is not None:
             yield document

@@ -309,7 +309,7 @@ _ATTRIBUTE: Final = (
     r"flight|trip|holiday|vacation|party|graduation|move|lease|contract|deadline|"
     r"presentation|concert|match|game|race|marathon|class|course|lesson|conference|visa|"
     r"passport|licen[cs]e|subscription|membership|plan|insurance|mortgage|rent|check-?up|"
-    r"train|bus|ferry|office|workplace|team|station|gym|favou?rite\s+\w+)"
+    r"train|bus|ferry|office|workplace|team|station|gym|budget|favou?rite\s+\w+)"
 )
 _EVENT_NOUN: Final = (
     r"(?:exam|exams|test|interview|appointment|surgery|operation|flight|trip|holiday|vacation|"
@@ -447,9 +447,17 @@ _PRONOUNS: Final = re.compile(
 _BEST_FOR_ME: Final = re.compile(
     r"\b(?:works?|is|are)\s+(?:the\s+)?best\s+for\s+me\b|\bbest\s+(?:way|time|days?|number|"
     r"channel|place)\s+to\s+(?:reach|contact|call|get\s+hold\s+of|text|email|find)\s+me\b|"
-    r"\bsuits?\s+me\s+(?:best|better)\b|^[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|works?)\s+"
+    r"\bsuits?\s+me\s+(?:best|better)\b|^(?:i|we)\s+(?:\w+\s+)?(?:learn|work|sleep|focus|"
+    r"study|think|function|concentrate|train|perform|write|read)\s+(?:best|better)\b|^[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|works?)\s+"
     r"(?:usually\s+|always\s+)?(?:the\s+)?best(?:\s+for\s+(?:me|us))?\s*(?:[,.!;]|$)|\b(?:makes|make|gives|give)\s+me\s+(?:sick|ill|"
     r"nauseous|a\s+headache|headaches|hives|migraines?|a\s+rash|heartburn)\b",
+    _I,
+)
+#: Facts where the person is the object, or counted: "the doctor put me on lisinopril".
+_ABOUT_ME: Final = re.compile(
+    r"^there\s+(?:are|'re)\s+(?:\w+)\s+of\s+us\b|\b(?:put|started|switched|took)\s+me\s+"
+    r"(?:on|off)\s+\w+|\bprescribed\s+me\b|\bdiagnosed\s+me\s+with\b|\b(?:hired|promoted|"
+    r"fired)\s+me\b(?!\s+(?:if|when))",
     _I,
 )
 _REPLY_LANGUAGE: Final = re.compile(
@@ -493,6 +501,7 @@ _PREFERENCE: Final = re.compile(
     r"(?:big\s+|huge\s+|massive\s+|great\s+)?fans?\s+of|'m\s+obsessed\s+with|'m\s+passionate\s+"
     r"about|'m\s+crazy\s+about|'m\s+a\s+sucker\s+for|'d\s+rather|would\s+rather|'d\s+prefer|"
     r"would\s+prefer|tend\s+to\s+prefer|favou?r|swear\s+by|'m\s+partial\s+to|"
+    r"(?:try\s+to\s+|tend\s+to\s+)?(?:avoid|stay\s+away\s+from|limit|cut\s+down\s+on)|"
     r"(?:'m|am|'re|are)\s+(?:a\s+)?(?:big|huge|massive|great|die-?hard|lifelong|loyal|"
     r"massive|total)\s+(?:[\w-]+\s+){1,2}?fans?(?=\W*$)|"
     r"(?:'m|am)\s+(?:not\s+)?(?:a\s+)?(?:morning|night|evening|dog|cat|coffee|tea|beach|"
@@ -507,7 +516,11 @@ _BAD_OBJECT: Final = re.compile(
     r"to\s+(?:book|order|get|have|know|see|ask|talk|check|try|hear|change|cancel|buy|return|"
     r"go|make|find|say|tell|start)\b|a\s+(?:coffee|beer|table|refund|drink|glass|cup|word|"
     r"minute|moment|break)|some\b|one\b|not\s+(?:to\s+)?(?:say|answer|talk|discuss|share|go)|"
-    r"that\s+idea|it\s+here|it$|here|there|so\s+much|a\s+lot|very\s+much|please|$)",
+    r"that\s+idea|it\s+here|it$|here|there|so\s+much|a\s+lot|very\s+much|please|$|"
+    r"(?:it\s+)?when\s+(?:that|this|it)\b|both\b|either\b|neither\b|all\s+of\s+them|"
+    r"the\s+(?:[\w-]+\s+)?(?:one|ones|version|option|options|choice|colou?r|size|model|design|"
+    r"style|draft|plan|deal|offer|link)\b|\w+\s+(?:it|that|this|them|one)\b(?!\s+when)|"
+    r"how\s+(?:you|it|that|this)\b)",
     _I,
 )
 _FAVOURITE: Final = re.compile(
@@ -636,7 +649,9 @@ _FACT_VERB: Final = (
     r"stream|code|program|design|sew|garden|fish|hunt|sail|row|box|lift|skate|golf|"
     r"listen\s+to|watch|rely\s+on|suffer\s+from|struggle\s+with|deal\s+with|"
     r"shop\s+at|bank\s+with|fly\s+with|drive\s+a|ride\s+a|grew\s+up|was\s+born|were\s+born|"
-    r"was\s+raised|were\s+raised|used\s+to\s+\w+)"
+    r"was\s+raised|were\s+raised|used\s+to\s+(?:live|work|be|have|play|study|smoke|drink|"
+    r"eat|own|run|teach|dance|sing|swim|ride|drive|compete|train|coach|volunteer|skate|ski|"
+    r"surf|climb|box|fight|race|paint|write|go\s+to|attend))"
 )
 _ABILITY: Final = re.compile(
     r"^(?:i|we)\s+" + _ADV + r"(?:can|can't|cannot|could\s+never)\s+" + _ADV + r"(?:run|swim|"
@@ -656,7 +671,8 @@ _BAD_HAVE: Final = re.compile(
     r"to\b|nothing|something|anything|everything|it|that|this|them|enough|fun|lunch|"
     r"dinner|breakfast|coffee|look|go|try|chance|word|request|complaint|suggestion|"
     r"favou?r|update|meeting|call|bad\s+day|good\s+day|long\s+day|rough|tough|busy|great|"
-    r"lovely|nice|wonderful|no\s+idea|plenty|same|one)\b",
+    r"lovely|nice|wonderful|no\s+idea|plenty|same|one|been|had|done|gone|seen|heard|made|"
+    r"finished|tried|read|told|said|got|already|just|never|ever|always|also|still)\b",
     _I,
 )
 _DURABLE_NEGATION: Final = re.compile(
@@ -700,7 +716,7 @@ _BE_FACT: Final = re.compile(
     r"(?:[\w-]+\s+){0,3}(?:plan|diet|team|board|tier|medication|meds|pill|list|committee|"
     r"contract|program|programme|course)\b|on\s+(?:medication|meds|a\s+diet|the\s+pill|"
     r"antidepressants|insulin|blood\s+thinners)|\d{1,3}(?:\s+years?\s+old)?\s*[.,!]?$|"
-    r"\d{1,3}\s+years?\s+old|\d+(?:[.,]\d+)?\s*(?:m|cm|ft|feet|foot|kg|kilos|lbs|pounds|"
+    r"\d{1,3}\s+years?\s+old|\d{1,2}\s+(?:weeks?|months?)\s+pregnant|\d+(?:[.,]\d+)?\s*(?:m|cm|ft|feet|foot|kg|kilos|lbs|pounds|"
     r"stone)\b|\d'\s?\d+|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
     r"(?:-\w+)?(?:\s+years?\s+old)?|turning\s+\d+|raising|caring\s+for|looking\s+after|"
     r"afraid\s+of|scared\s+of|terrified\s+of|frightened\s+of|a\s+member\s+of|part\s+of|"
@@ -733,8 +749,10 @@ _GOAL: Final = re.compile(
 )
 _PERFECT_FACT: Final = re.compile(
     r"^(?:i|we)(?:'ve|\s+have)\s+" + _ADV + r"(?:lived|worked|studied|taught|owned|known|"
-    r"played|practi[cs]ed|used|driven|run|coached|volunteered|followed|been|done|had\s+"
-    r"(?:\w+\s+){0,4}?(?:for|since)|never\s+been|always\s+\w+|got|switched|moved|started|"
+    r"played|practi[cs]ed|used|driven|run|coached|volunteered|followed|been(?!\s+(?:there|"
+    r"here|through|thinking|wondering|meaning|trying|waiting|looking|told|asked|doing\s+"
+    r"(?:that|this|it)))|done(?!\s+(?:that|this|it))|had\s+"
+    r"(?:\w+\s+){0,4}?(?:for|since)|smoked|drunk|eaten|flown|got|switched|moved|started|"
     r"stopped|quit|given\s+up|become|joined|finished|signed\s+up|decided|booked|bought|"
     r"adopted|passed|graduated|retired)\b",
     _I,
@@ -765,7 +783,8 @@ _DURABLE_PREDICATE: Final = re.compile(
     r"college|university|grade|year|kindergarten|nursery|preschool|daycare|the\s+army|"
     r"hospital|care)|at\s+(?:school|college|university|uni|(?-i:[A-Z]))|turning|starting|"
     r"getting|moving|visiting|coming|graduating|expecting|due|going\s+to|studying|learning|"
-    r"working|living|staying|flying|leaving|having|on\s+\w+|at\s+\d|scheduled|booked|set|"
+    r"working|living|staying|flying|leaving|having|on\s+\w+|at\s+\d+(?![\d.,]*\s*%)|scheduled|"
+    r"booked|set|"
     r"planned|confirmed|[\w.+-]+@|\+?\d|(?:\w+\s+){0,3}?years?\s+old|older|younger|"
     r"twins|my\s+\w+|our\s+\w+|his|her|their|\w+ing\s+(?:to|in|at|on|for|next|this|a)\b|"
     r"(?:\w+\s+)?(?:blue|green|red|black|white|grey|gray|yellow|purple|pink|orange|brown)"
@@ -791,6 +810,16 @@ _OPINION_PREDICATE: Final = re.compile(
     r"terrible|awful|lovely|nice|mean|rude|weird|funny|crazy|slow|fast|down|broken|dead|"
     r"dying|cold|hot|late|sick|ill|tired|upset|angry|mad|busy|away|out|here|there|gone|"
     r"back|home|asleep|awake|a\s+(?:pain|nightmare|joke|mess)|such\s+a)\b",
+    _I,
+)
+_THING_IS: Final = re.compile(
+    r"^(?:my|our)\s+(?:[\w-]+\s+){0,2}?[\w-]+\b[^.;,]*,\s*(?:it's|it\s+is|he's|he\s+is|"
+    r"she's|she\s+is|they're|they\s+are)\s+(?:a|an|\d|called|named)\b",
+    _I,
+)
+_ONE_OFF_PREDICATE: Final = re.compile(
+    r"^(?:just\s+)?(?:won|lost|played|drew)\s+(?:the|a|our|their|its|tonight's|today's)\s+"
+    r"(?:game|match|race|round|final)\b|^(?:says|said)\s+(?:hi|hello|thanks)\b",
     _I,
 )
 _RELATION_IS: Final = re.compile(
@@ -881,7 +910,7 @@ def _possessive(core: str, dated: bool) -> CandidateKind | None:
     pred = found["pred"].strip()
     if found["of"] and _RELATION_ONLY.match(found["of"].split()[0]):
         return None  # "my friend's cousin ...": someone else's people
-    if _OPINION_PREDICATE.match(pred) and not dated:
+    if (_OPINION_PREDICATE.match(pred) and not dated) or _ONE_OFF_PREDICATE.match(pred):
         return None
     pair = re.match(r"^(?:and|&)\s+(?:his|her|their|my|our|i)\b(?:\s+[\w-]+)?\s+", pred, _I)
     if pair is not None:
@@ -916,6 +945,12 @@ _JOINED: Final = re.compile(
     _I,
 )
 _BARE_VERB_SPLIT: Final = re.compile(r"^\s+and\s+$", _I)
+#: A clause that points back at the one before it cannot stand alone.
+_BACK_REFERENCE: Final = re.compile(
+    r"\b(?:them|it|him|her|they|there|those|these|that\s+one|this\s+one|one\s+of\s+them|"
+    r"the\s+same)\b",
+    _I,
+)
 
 
 def _classify(part: str) -> CandidateKind | None:
@@ -954,6 +989,9 @@ def _kind(core: str) -> CandidateKind | None:
         return "preference"
     if _MY_DAY.match(core):
         return "fact"  # "it's my birthday today": the day it falls on
+    if _ABOUT_ME.search(core) and not re.match(r"^(?:what|which|when|how|did|does|do|can)\b",
+                                                core, _I):
+        return "fact"  # "there are four of us", "the doctor put me on lisinopril"
     best = _BEST_FOR_ME.search(core)
     if best is not None and not re.match(
         r"^(?:what|which|when|how|that|this|it|either|both|any|whatever|whichever|those|these)\b",
@@ -1007,6 +1045,8 @@ def _kind(core: str) -> CandidateKind | None:
         return "event"
     if _RELATION_IS.match(core):
         return "fact"
+    if _THING_IS.match(core):
+        return "fact"  # "my laptop keeps crashing, it's a 2021 MacBook Air"
     if lowered.startswith(("my ", "our ")):
         return _possessive(core, dated)
     if _DURABLE_NEGATION.match(core) or _PERFECT_FACT.match(core) or _BE_FACT.match(core):
@@ -1026,7 +1066,8 @@ def _kind(core: str) -> CandidateKind | None:
                     "got") + 3 :]):
         return "fact"
     if _FREQUENCY.match(core) or (
-        _HABIT_WORDS.search(core) and re.match(r"^(?:i|we)\s+" + _ADV + r"\w+", core, _I)
+        _HABIT_WORDS.search(core)
+        and re.match(r"^(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+" + _ADV + r"\w+", core, _I)
     ):
         return "fact"
     if lasting_date and re.match(r"^(?:i|we|my|our)\b", core, _I) and _eventful(core):
@@ -1038,7 +1079,9 @@ def _eventful(core: str) -> bool:
     """A first-person clause with a date that says something happens (not a state)."""
     return bool(re.match(
         r"^(?:i|we)(?:'m|'re|\s+am|\s+are|'ll|\s+will|'ve|\s+have|\s+had|\s+got|\s+went|"
-        r"\s+\w+ed)\b|^(?:my|our)\s+\w+", core, _I,
+        r"\s+\w+ed)\b|^(?:my|our)\s+\w+|^(?:i|we)\s+" + _ADV + r"(?:start|begin|finish|leave|"
+        r"fly|move|arrive|return|graduate|retire|marry|travel|go|head|come\s+back|get\s+back|"
+        r"land|depart|sit|take|have|see|meet)\b", core, _I,
     ))
 
 
@@ -1104,8 +1147,11 @@ def _parts(sentence: str) -> list[tuple[str, CandidateKind]]:
     for separator, text in pieces:
         clause = text
         if _BARE_VERB_SPLIT.match(separator) and not re.match(r"^(?:i|we|my|our)\b", text, _I):
-            clause = "I " + text  # "I live in Lyon and work at Siemens"
+            we = groups and re.match(r"^(?:we|our)\b", _strip_opener(groups[-1][0]), _I)
+            clause = ("We " if we else "I ") + text  # "I live in Lyon and work at Siemens"
         kind = _classify(clause) if text.strip() else None
+        if kind is not None and groups and _BACK_REFERENCE.search(text):
+            kind = None  # "I love dogs but I'm allergic to them": one fact, kept whole
         if kind is None and not groups and not pending:
             whole = _fragment(clause)  # "Allergic to penicillin", "Love hiking"
             if whole is not None:
@@ -1148,6 +1194,7 @@ _ASSISTANT_YOUR: Final = re.compile(
     r"registered|due|active|activated|expired|expiring|pending|on|at|for|in|ready|paid|"
     r"processed|dispatched|upgraded|downgraded|refunded|arriving|leaving|departing|valid|"
     r"set\s+up|open|closed|complete)|shipped|arrived|renews|expires|starts|begins|ends|"
+    r"expired|renewed|ended|started|began|lapsed|"
     r"leaves|departs|lands|arrives|was\s+delivered|has\s+shipped|went\s+out)\b",
     _I,
 )
@@ -1159,6 +1206,7 @@ _ASSISTANT_YOU: Final = re.compile(
     r"consultation|delivery|order)\b",
     _I,
 )
+_ASSISTANT_CLAUSE: Final = re.compile(r",\s*(?:but|and|so)\s+|;\s*|\s+and\s+(?=i've\b)", _I)
 _ASSISTANT_OPENER: Final = re.compile(
     r"^(?:(?:ok(?:ay)?|done|great|perfect|all\s+set|got\s+it|sure|alright|noted|good\s+news|"
     r"excellent|wonderful|no\s+problem|of\s+course|certainly|absolutely|thanks|thank\s+you|"
@@ -1182,8 +1230,11 @@ def _assistant(sentence: str) -> CandidateKind | None:
         mirrored = "I'm " + core[you_are.end() :]  # "got it, you're vegetarian"
         if _BE_FACT.match(mirrored) and not _TRANSIENT_STATE.match(mirrored):
             return "fact"
-    if not (_ASSISTANT_DID.match(core) or _ASSISTANT_YOUR.match(core)
-            or _ASSISTANT_YOU.match(core)):
+    clauses = [core, *(core[found.end() :] for found in _ASSISTANT_CLAUSE.finditer(core))]
+    if not any(
+        _ASSISTANT_DID.match(one) or _ASSISTANT_YOUR.match(one) or _ASSISTANT_YOU.match(one)
+        for one in clauses
+    ):
         return None
     if not _YOU.search(core):
         return None
@@ -1252,11 +1303,11 @@ def _tool(line: str) -> CandidateKind | None:
     pair = _KEY_VALUE.match(line)
     if pair is not None:
         key = pair["key"]
-        if not _TOOL_KEY.search(key) or re.search(r"\b(?:id|token|password|secret|hash)\b", key,
-                                                  _I):
+        if re.search(r"\b(?:id|token|password|secret|hash|key)\b", key, _I):
             return None
-        booking = re.search(r"booking|reservation|appointment|delivery", key, _I)
-        return "event" if booking else "fact"
+        if _TOOL_KEY.search(key):
+            booking = re.search(r"booking|reservation|appointment|delivery", key, _I)
+            return "event" if booking else "fact"
     if _TOOL_PERSON.search(line) and _TOOL_VERB.search(line):
         return "fact"
     return None
@@ -1350,6 +1401,8 @@ _QUESTIONS: Final[tuple[tuple[re.Pattern[str], str, CandidateKind], ...]] = tupl
         (r"\b(?:do\s+you\s+have\s+any|how\s+many)\s+(?P<noun>kids|children|pets|siblings|"
          r"brothers|sisters|cats|dogs)\b", "I have {}.", "fact"),
         (r"\bwhen(?:'s|\s+is)\s+your\s+birthday\b", "My birthday is {}.", "fact"),
+        (r"\b(?:a|your|the)\s+budget\b|\bhow\s+much\s+(?:do\s+you\s+want|are\s+you\s+"
+         r"(?:willing|looking|happy))\s+to\s+spend\b", "My budget is {}.", "preference"),
         (r"\b(?:your|the)\s+(?P<noun>(?:order|booking|reservation|account|membership|customer|"
          r"policy|ticket|tracking|reference|confirmation)\s+(?:number|id|no\.?|reference|code))\b",
          "My {noun} is {}.", "fact"),
@@ -1448,8 +1501,10 @@ def extract(turns: Sequence[Turn], *, now: datetime) -> list[Candidate]:
             last_user = turn.index
         moment = turn.at if turn.at is not None else now
         found = reader(turn.text)
-        if turn.role == "user" and not found and question is not None:
-            found = _answer(question, turn.text)
+        if turn.role == "user" and question is not None:
+            said = sentences(_normalise(turn.text))
+            if said and not _user(said[0]):  # "Around 120 euros a week. Also I ..."
+                found = _answer(question, said[0]) + found
         if turn.role == "assistant":
             said = sentences(_normalise(turn.text))
             question = next((one for one in reversed(said) if one.endswith("?")), None)

@@ -171,7 +171,8 @@ def test_counted_offsets(sentence: str, expected: str) -> None:
     [
         ("My exam is on the 12th.", TUESDAY, date(2026, 12, 12)),
         ("My exam is on the 12th.", datetime(2026, 12, 28, tzinfo=UTC), date(2027, 1, 12)),
-        ("It's due on the 1st.", TUESDAY, date(2026, 12, 1)),  # today counts
+        ("It's due on the 1st.", TUESDAY, date(2027, 1, 1)),  # today would be "today"
+        ("My birthday is on the 1st.", TUESDAY, date(2026, 12, 1)),  # but a recurring day is
         ("I paid on the 3rd.", TUESDAY, date(2026, 11, 3)),  # past tense: the last one
         # a month without the day: the next month that has it
         ("Rent is due on the 31st.", datetime(2026, 2, 5, tzinfo=UTC), date(2026, 3, 31)),
@@ -182,6 +183,7 @@ def test_counted_offsets(sentence: str, expected: str) -> None:
         ("The launch is on the 3rd of March.", TUESDAY, date(2027, 3, 3)),
         ("We met on March 3.", TUESDAY, date(2026, 3, 3)),
         ("We met on March 3, 2019.", TUESDAY, date(2019, 3, 3)),
+        ("The launch is on December 1.", TUESDAY, date(2027, 12, 1)),
         ("We marry on 29 February.", TUESDAY, date(2028, 2, 29)),
     ],
 )

@@ -231,6 +231,20 @@ def test_a_clause_that_is_no_fact_stays_with_its_neighbour() -> None:
     assert found("We have two cats, Pixel and Tofu.") == [
         ("fact", "We have two cats, Pixel and Tofu.")
     ]
+    # a clause that points back at the one before cannot stand alone
+    assert found("I love dogs but I'm allergic to them.") == [
+        ("preference", "I love dogs but I'm allergic to them.")
+    ]
+
+
+def test_a_split_clause_keeps_its_subject_and_its_own_date() -> None:
+    married, moved = learnt("We got married in 2019 and moved to Lisbon last year.")
+    assert (married.text, married.valid_from) == (
+        "We got married in 2019.", datetime(2019, 1, 1, tzinfo=UTC)
+    )
+    assert (moved.text, moved.valid_from) == (
+        "We moved to Lisbon in 2025.", datetime(2025, 1, 1, tzinfo=UTC)
+    )
 
 
 def test_a_sentence_without_its_subject_is_read_with_i() -> None:

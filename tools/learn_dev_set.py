@@ -595,6 +595,112 @@ CONVERSATIONS: tuple[dict[str, Any], ...] = (
             _fact(2, "event", "Seoul", "2026-10"),
         ),
     },
+    {
+        "name": "meal_planning",  # a Friday
+        "at": _at("2026-02-20"),
+        "messages": (
+            ("user", "Hey! Can you help me plan meals for the week? There are four of us."),
+            ("assistant", "Of course! Any dietary needs in the family?"),
+            ("user", "My husband is diabetic and our youngest can't have nuts. I try to avoid "
+                     "red meat."),
+            ("assistant", "Thanks, noted. Do you have a budget in mind?"),
+            ("user", "Around 120 euros a week. Also I hate cooking on weekdays, so quick "
+                     "recipes please!"),
+            ("assistant", "Here's a plan with five 20-minute dinners."),
+            ("user", "Perfect, thanks!"),
+        ),
+        "facts": (
+            _fact(0, "fact", "four of us"),
+            _fact(2, "fact", "husband", "diabetic"),
+            _fact(2, "fact", "nuts"),
+            _fact(2, "preference", "red meat"),
+            _fact(4, "preference", "120 euros"),
+            _fact(4, "preference", "cooking on weekdays"),
+        ),
+    },
+    {
+        "name": "moving_house",  # a Wednesday
+        "at": _at("2026-06-03"),
+        "messages": (
+            ("user", "We're finally moving! We signed the lease on a place in Utrecht "
+                     "yesterday."),
+            ("user", "The move is on the 20th and my parents are coming to help."),
+            ("assistant", "Congrats! Do you need a moving checklist?"),
+            ("user", "Yes please. Btw we have a piano, which makes it tricky."),
+            ("user", "I work remotely so I can set up my office anywhere."),
+            ("user", "Also my new address will be Oudegracht 12."),
+        ),
+        "facts": (
+            _fact(0, "event", "moving"),
+            _fact(0, "event", "Utrecht", "2026-06-02"),
+            _fact(1, "event", "move", "2026-06-20"),
+            _fact(3, "fact", "piano"),
+            _fact(4, "fact", "remotely"),
+            _fact(5, "fact", "Oudegracht 12"),
+        ),
+    },
+    {
+        "name": "language_learning",  # a Sunday
+        "at": _at("2026-09-27"),
+        "messages": (
+            ("user", "I'm trying to improve my Spanish before my trip to Mexico in December."),
+            ("user", "I'm a beginner, I did a bit of Duolingo last year."),
+            ("assistant", "Great goal! How many hours a week can you study?"),
+            ("user", "Maybe 3 hours, mostly in the evenings."),
+            ("user", "Please correct my mistakes every time I write in Spanish."),
+            ("user", "I learn best with short dialogues."),
+            ("user", "Gracias!"),
+        ),
+        "facts": (
+            _fact(0, "note", "Spanish", "2026-12"),
+            _fact(1, "fact", "beginner"),
+            _fact(1, "event", "Duolingo"),
+            _fact(4, "preference", "correct my mistakes"),
+            _fact(5, "preference", "short dialogues"),
+        ),
+    },
+    {
+        "name": "health_check_in",  # a Thursday
+        "at": _at("2026-11-19"),
+        "messages": (
+            ("user", "Morning. My blood pressure has been high lately, the doctor put me on "
+                     "lisinopril last week."),
+            ("user", "I also have a follow-up appointment on December 2."),
+            ("assistant", "Thanks for sharing. Are you experiencing any side effects?"),
+            ("user", "A bit of dizziness in the mornings, nothing major."),
+            ("user", "I'm 58 and I walk my dog for an hour every day."),
+            ("user", "I quit smoking 10 years ago."),
+        ),
+        "facts": (
+            _fact(0, "fact", "lisinopril"),
+            _fact(1, "event", "follow-up", "2026-12-02"),
+            _fact(4, "fact", "58"),
+            _fact(4, "fact", "walk my dog"),
+            _fact(5, "fact", "quit smoking", "2016"),
+        ),
+    },
+    {
+        "name": "tech_support",  # a Sunday
+        "at": _at("2026-04-26"),
+        "messages": (
+            ("user", "My laptop keeps crashing, it's a 2021 MacBook Air."),
+            ("assistant", "Sorry to hear that. Which macOS version are you on?"),
+            ("user", "Sonoma, I think."),
+            ("tool", "Device record: customer laptop MacBook Air M1, warranty expired "
+                     "2024-03-01."),
+            ("assistant", "Your warranty expired on 1 March 2024, but I've booked you a repair "
+                          "slot for Tuesday at 10am."),
+            ("user", "Thanks. I use my laptop for video editing, so I need it back quickly."),
+            ("user", "And I'm left-handed if that matters for the keyboard lol"),
+        ),
+        "facts": (
+            _fact(0, "fact", "MacBook Air"),
+            _fact(3, "fact", "warranty", "2024-03-01", role="tool"),
+            _fact(4, "event", "repair", "2026-04-28", role="assistant"),
+            _fact(5, "fact", "video editing"),
+            _fact(6, "fact", "left-handed"),
+        ),
+    },
 )
 
 
