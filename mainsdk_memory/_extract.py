@@ -455,9 +455,11 @@ _BEST_FOR_ME: Final = re.compile(
 )
 #: Facts where the person is the object, or counted: "the doctor put me on lisinopril".
 _ABOUT_ME: Final = re.compile(
-    r"^there\s+(?:are|'re)\s+(?:\w+)\s+of\s+us\b|\b(?:put|started|switched|took)\s+me\s+"
-    r"(?:on|off)\s+\w+|\bprescribed\s+me\b|\bdiagnosed\s+me\s+with\b|\b(?:hired|promoted|"
-    r"fired)\s+me\b(?!\s+(?:if|when))",
+    r"^there\s+(?:are|'re)\s+(?:\w+)\s+of\s+us\b|(?:^|[,;]\s*|\band\s+)(?:the\s+|my\s+)?"
+    r"(?:doctor|gp|dr\.?|"
+    r"physician|specialist|consultant|psychiatrist|cardiologist|dermatologist|nurse|surgeon|"
+    r"dentist|therapist|physio)\b[^,.;]{0,30}?\b(?:put|started|switched|took)\s+me\s+(?:on|off)"
+    r"\s+\w+|\bprescribed\s+me\b|\bdiagnosed\s+me\s+with\b",
     _I,
 )
 _REPLY_LANGUAGE: Final = re.compile(
