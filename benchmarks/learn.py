@@ -21,9 +21,12 @@ Not a test. Issue 16's measures, reported in docs/benchmarks.md:
 - **Speed**: ``learn`` timed call by call (``time.perf_counter`` around each call, formation
   and the store's writes included) over the whole set, ``--rounds`` times after one warm-up
   call, each round on fresh persons of the same store: turns per second and milliseconds per
-  1,000 turns, for all turns and for the user's turns only, with the machine (CPU model and
-  cores from ``/proc/cpuinfo``, load average at the start and the end). The first, scored
-  pass is timed too and reported apart (it pays the imports and the first-use caches).
+  1,000 turns, for all turns and for the user's turns only (and ms per memory returned),
+  with the machine (CPU model and cores from ``/proc/cpuinfo``, load average at the start and
+  the end). The first, scored pass is timed too and reported apart (it pays the imports and
+  the first-use caches). The timed calls on chit-chat-only conversations are also reported
+  apart: they remember nothing, so they time reading, checking and extracting alone. The
+  result names the learning modules measured (a hash of each).
 
 ::
 
@@ -37,6 +40,7 @@ The exit status is 0 whatever the scores; non-zero only when the run itself fail
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -221,10 +225,13 @@ def _learn(extractor: str) -> Learn:
     return learn
 
 
-def speed_of(times: Sequence[float], conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def speed_of(
+    times: Sequence[float], conversations: Sequence[dict[str, Any]], formed: Sequence[int]
+) -> dict[str, Any]:
     """Turns per second and ms per 1,000 turns (all turns, user turns) of timed calls.
 
-    ``times[i]`` is one call on ``conversations[i % len(conversations)]``.
+    ``times[i]`` is one call on ``conversations[i % len(conversations)]``, which returned
+    ``formed[i]`` records.
     """
     turns = users = 0
     for i in range(len(times)):
@@ -242,6 +249,8 @@ def speed_of(times: Sequence[float], conversations: Sequence[dict[str, Any]]) ->
         "user_turns_per_s": round(users / seconds, 1),
         "ms_per_1000_turns": round(seconds * 1000.0 / turns * 1000, 1),
         "ms_per_1000_user_turns": round(seconds * 1000.0 / users * 1000, 1),
+        "records": sum(formed),
+        "ms_per_record": round(seconds * 1000.0 / sum(formed), 2) if sum(formed) else None,
         "per_call_ms": {
             "p50": round(statistics.median(per_call), 2),
             "p95": round(per_call[min(len(per_call) - 1, int(0.95 * len(per_call)))], 2),
@@ -266,6 +275,7 @@ def run(
     results: list[list[Returned]] = []
     first: list[float] = []
     timed: list[float] = []
+    formed: list[int] = []
     with tempfile.TemporaryDirectory(prefix="learn-") as folder:
         workspace = Workspace(Path(folder))
         url = workspace.new_url(driver)
@@ -287,19 +297,28 @@ def run(
                             f"speed-{round_}-{number}", agent=AGENT, session=SESSION
                         )
                         started = time.perf_counter()
-                        call(handle, conversation)
+                        formed.append(len(call(handle, conversation)))
                         timed.append(time.perf_counter() - started)
         finally:
             memory.close()
             workspace.release(url)
             workspace.close()
     speed: dict[str, Any] = {"driver": driver, "rounds": rounds,
-                             "first_pass": speed_of(first, conversations)}
+                             "first_pass": speed_of(first, conversations,
+                                                    [len(r) for r in results])}
     if timed:
-        speed["timed"] = speed_of(timed, conversations)
-        per_round = [speed_of(timed[r * len(conversations):(r + 1) * len(conversations)],
-                              conversations)["ms_per_1000_turns"] for r in range(rounds)]
+        speed["timed"] = speed_of(timed, conversations, formed)
+        size = len(conversations)
+        per_round = [speed_of(timed[r * size:(r + 1) * size], conversations,
+                              formed[r * size:(r + 1) * size])["ms_per_1000_turns"]
+                     for r in range(rounds)]
         speed["ms_per_1000_turns_per_round"] = per_round
+        # Chit-chat forms nothing: these calls are reading, checking and extracting alone.
+        chit = [i for i in range(len(timed)) if not conversations[i % size]["facts"]]
+        if chit:
+            speed["timed_chit_chat_only"] = speed_of(
+                [timed[i] for i in chit], [conversations[i % size] for i in chit],
+                [formed[i] for i in chit])
     return {"accuracy": score(conversations, results, misses=misses), "speed": speed}
 
 
@@ -338,20 +357,22 @@ def table(result: dict[str, Any]) -> str:
         f"Outcomes: {accuracy['outcomes']}. Trust per role: {accuracy['trust_per_role']}.",
         "",
         "| speed | calls | turns | turns/s | ms / 1,000 turns | user turns/s | "
-        "ms / 1,000 user turns | per call p50 / p95 ms |",
-        "|---|---|---|---|---|---|---|---|",
+        "ms / 1,000 user turns | per call p50 / p95 ms | ms per memory |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for name in ("timed", "first_pass"):
+    labels = {"timed": f"timed, {speed['rounds']} round{'s' * (speed['rounds'] != 1)}",
+              "timed_chit_chat_only": "of which chit-chat only (nothing to remember)",
+              "first_pass": "first (scored) pass"}
+    for name, label in labels.items():
         if name not in speed:
             continue
         s = speed[name]
-        label = (f"timed, {speed['rounds']} round{'s' * (speed['rounds'] != 1)}"
-                 if name == "timed" else "first (scored) pass")
         lines.append(
             f"| {label} | {s['calls']} | {s['turns']} | {s['turns_per_s']} | "
             f"{s['ms_per_1000_turns']} | {s['user_turns_per_s']} | "
             f"{s['ms_per_1000_user_turns']} | {s['per_call_ms']['p50']} / "
-            f"{s['per_call_ms']['p95']} |"
+            f"{s['per_call_ms']['p95']} | "
+            f"{'n/a' if s['ms_per_record'] is None else s['ms_per_record']} |"
         )
     if "ms_per_1000_turns_per_round" in speed:
         rounds = speed["ms_per_1000_turns_per_round"]
@@ -366,6 +387,17 @@ def table(result: dict[str, Any]) -> str:
         f"the end; {machine['date']}.",
     ]
     return "\n".join(lines)
+
+
+def _code_versions() -> dict[str, str]:
+    """Which extractor was measured: the first 12 hex digits of each learning module's SHA-256."""
+    package = Path(__file__).resolve().parents[1] / "mainsdk_memory"
+    versions = {}
+    for name in ("_learning.py", "_extract.py", "_dates.py"):
+        path = package / name
+        if path.is_file():
+            versions[name] = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return versions
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -404,6 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               if m["role"] == "user"),
         },
         **outcome,
+        "code": _code_versions(),
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine,
     }

@@ -12,58 +12,59 @@ the year of its December: winter 2026-27).
 
 **What is resolved,** with ``today`` the day of ``now``:
 
-=============================  ===========================================================
-``today`` ``tonight``          today (``tonight`` and ``this morning|afternoon|evening``
-                               are written "the evening of ...")
-``tomorrow`` ``yesterday``     today +1 / -1; ``the day after tomorrow`` +2,
-                               ``the day before yesterday`` -2, ``last night`` -1
-``next <weekday>``             that weekday of next week (the Monday-Sunday week after
-                               today's): said on Tuesday 2026-12-01, ``next Friday`` is
-                               2026-12-11; said on Sunday, ``next Monday`` is tomorrow
-``last <weekday>``             that weekday of the week before today's
-``this <weekday>``             the next one on or after today; in a past-tense clause the
-                               last one on or before today
-``coming <weekday>``           the next one after today (``this coming`` too);
-                               ``past <weekday>`` the last one before today
-``<weekday>``, ``on <weekday>`` the next one after today; in a past-tense clause the last
-                               one before today. Plurals (``Mondays``) and ``every|each
-                               <weekday>`` are habits and stay as written
-``this|next|last week``        the Monday of that week, written "the week of YYYY-MM-DD";
-                               ``weekend`` the Saturday of that week
-``this|next|last month|year``  written ``December 2026 (2026-12)`` / ``2027``
-``in N days|weeks``            today + N (day precision); ``in N months|years`` and
-                               ``N months|years ago`` are month and year precision;
-                               ``N days|weeks ago``, ``N ... from now``; N is a digit or
-                               ``a``/``an``/``one`` ... ``twelve``, ``a couple of``;
-                               ``in a fortnight`` is 14 days
-``the 12th``                   the next 12th after today (the last one before today in a
-                               past-tense clause); ``the 12th of next month``; not when a
-                               noun follows (``the 12th floor``)
-``March 3``, ``3 March``,      the next March 3 after today (the last one before today,
-``the 3rd of March``           in a past-tense clause); with a year, that day
-``in June``, ``since June``    next June: this year's if June is this month or later, else
-                               next year's; in a past-tense clause or after ``since`` the
-                               last June (this month or earlier); ``last June`` and
-                               ``next June`` the June before / after this month. Written
-                               ``June 2027 (2027-06)``
-``last|this|next summer``      ``last``: the latest season that has ended; ``next``: the
-                               first that has not begun; ``this``: the one now, else the
-                               coming one (the last one in a past-tense clause). ``in
-                               (the) summer`` only in a clause with a tense marker.
-                               Written ``summer 2026 (2026-06 to 2026-08)``
-``Christmas``, ``New Year's    as ``March 3`` (``Christmas (2026-12-25)``)
+===============================  ===========================================================
+``today`` ``tonight``            today (``tonight`` is written "the evening of ...",
+                                 ``this morning`` "the morning of ...")
+``tomorrow`` ``yesterday``       today +1 / -1; ``the day after tomorrow`` +2,
+                                 ``the day before yesterday`` -2, ``last night`` -1
+``next <weekday>``               that weekday of next week (the Monday-Sunday week after
+                                 today's): said on Tuesday 2026-12-01, ``next Friday`` is
+                                 2026-12-11; said on Sunday, ``next Monday`` is tomorrow
+``last <weekday>``               that weekday of the week before today's
+``this <weekday>``               the next one on or after today; in a past-tense clause the
+                                 last one on or before today
+``coming <weekday>``             the next one after today (``this coming`` too);
+                                 ``past <weekday>`` the last one before today
+``<weekday>``, ``on <weekday>``  the next one after today; in a past-tense clause the last
+                                 one before today. Plurals (``Mondays``) and ``every|each
+                                 <weekday>`` are habits and stay as written
+``this|next|last week``          the Monday of that week, written "the week of YYYY-MM-DD";
+                                 ``weekend`` the Saturday of that week
+``this|next|last month|year``    written ``December 2026 (2026-12)`` / ``2027``
+``in N days|weeks``              today + N (day precision); ``in N months|years`` and
+                                 ``N months|years ago`` are month and year precision;
+                                 ``N days|weeks ago``, ``N ... from now``; N is a digit or
+                                 ``a``/``an``/``one`` ... ``twelve``, ``a couple of``;
+                                 ``in a fortnight`` is 14 days
+``the 12th``                     the next 12th after today (the last one before today in a
+                                 past-tense clause); ``the 12th of next month``; not when a
+                                 noun follows (``the 12th floor``)
+``March 3``, ``3 March``,        the next March 3 after today (the last one before today,
+``the 3rd of March``             in a past-tense clause); with a year, that day
+``in June``, ``since June``      next June: this year's if June is this month or later, else
+                                 next year's; in a past-tense clause or after ``since`` the
+                                 last June (this month or earlier); ``last June`` and
+                                 ``next June`` the June before / after this month. Written
+                                 ``June 2027 (2027-06)``
+``last|this|next summer``        ``last``: the latest season that has ended; ``next``: the
+                                 first that has not begun; ``this``: the one now, else the
+                                 coming one (the last one in a past-tense clause). ``in
+                                 (the) summer`` only in a clause with a tense marker.
+                                 Written ``summer 2026 (2026-06 to 2026-08)``
+``Christmas``, ``New Year's      as ``March 3`` (``Christmas (2026-12-25)``)
 Eve``, ``Halloween`` ...
-=============================  ===========================================================
+===============================  ===========================================================
 
 ISO dates (``2024-03-01``) and years after a preposition (``since 2019``) are left as they
 are but reported, so a fact "since 2019" knows when it began. Months named as a word that
 is also a verb (``may``, ``march``) count only when capitalised or after a preposition of
 time (``in may``); a date inside quotes is never touched, nor a weekday of a name
 (``Black Friday``). Past tense is read from the clause around a date (``went``, ``was``,
-``-ed`` after a subject, ``ago`` ...; a future marker, ``will``, ``going to``, ``I'm
-flying``, wins), and ``since`` always points back, ``for`` and ``until`` forward. A clause
-of habits (``usually``, ``always``, ``every`` ...) is not resolved except for its
-unambiguous words (``tomorrow``, ``next week``).
+a verb in ``-ed`` not after ``is`` or ``a``, ``ago`` ...; a future marker, ``will``,
+``going to``, ``I'm flying``, wins), and ``since`` always points back, ``for`` and
+``until`` forward. A clause of habits (``usually``, ``always``, ``every`` ...) is not
+resolved except for its unambiguous words (``tomorrow``, ``next week``); nor is ``in two
+weeks`` in a past-tense clause (``I lost 5 kg in two weeks``: a duration).
 
 **Written form.** A day is ``YYYY-MM-DD (Weekday)``, and the words before it say how it is
 used: the preposition written before the expression is kept (``until next Friday`` becomes
@@ -71,8 +72,8 @@ used: the preposition written before the expression is kept (``until next Friday
 year) is added (``I'm flying to Lisbon next Friday`` becomes ``I'm flying to Lisbon on
 2026-12-11 (Friday)``), capitalised at the start of the text. A yearless date in a clause
 about something that recurs (a birthday, an anniversary) keeps its words and gains its next
-day (today counts): ``my birthday is on the 20th`` becomes ``my birthday is on December 20 (next:
-2026-12-20)``.
+day (today counts): ``my birthday is on the 20th`` becomes ``my birthday is on December 20
+(next: 2026-12-20)``.
 """
 
 from __future__ import annotations

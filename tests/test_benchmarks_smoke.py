@@ -232,6 +232,10 @@ def test_the_learn_benchmark_runs_quick_and_reports_its_structure(tmp_path: Path
     speed = result["speed"]
     assert speed["driver"] == "local"
     assert speed["rounds"] == 1
+    chit_timed = speed["timed_chit_chat_only"]
+    assert chit_timed["calls"] == 1
+    assert chit_timed["turns"] == chit["turns"]
+    assert chit_timed["records"] >= 0
     for timed in (speed["timed"], speed["first_pass"]):
         assert timed["calls"] == 3
         assert timed["turns"] == shape["turns"]
@@ -239,6 +243,7 @@ def test_the_learn_benchmark_runs_quick_and_reports_its_structure(tmp_path: Path
         assert timed["turns_per_s"] > 0
         assert timed["ms_per_1000_turns"] > 0
         assert timed["ms_per_1000_user_turns"] >= timed["ms_per_1000_turns"]
+        assert (timed["ms_per_record"] is None) == (timed["records"] == 0)
         assert 0 < timed["per_call_ms"]["p50"] <= timed["per_call_ms"]["p95"]
         assert timed["per_call_ms"]["p95"] <= timed["per_call_ms"]["max"]
     machine = result["machine"]

@@ -260,6 +260,26 @@ def test_a_sentence_without_its_subject_is_read_with_i() -> None:
     assert found("Going to bed now.") == []
 
 
+def test_she_he_it_and_they_are_written_as_who_they_are() -> None:
+    out = learnt(
+        "My dog Luna has hip dysplasia.",
+        "She's 9 and a golden retriever.",
+        "My car failed its MOT on Friday. It's a 2012 Ford Focus.",
+        "My kids love Lego. They're 5 and 7.",
+    )
+    assert [c.text for c in out] == [
+        "My dog Luna has hip dysplasia.",
+        "My dog Luna is 9 and a golden retriever.",
+        "My car failed its MOT on 2026-11-27 (Friday).",
+        "My car is a 2012 Ford Focus.",
+        "My kids love Lego.",
+        "My kids are 5 and 7.",
+    ]
+    # no one to point at, or the wrong one: nothing
+    assert learnt("She's a doctor.") == []
+    assert learnt("My husband is a chef.", "She's a doctor.")[1:] == []
+
+
 def test_sentences_are_cut_at_their_ends_not_at_abbreviations() -> None:
     assert sentences("I'm a nurse at St. Mary's. I live in Lyon! Do you? ok") == [
         "I'm a nurse at St. Mary's.", "I live in Lyon!", "Do you?", "ok"
@@ -337,6 +357,14 @@ def test_the_assistant_forms_what_it_did_or_states_about_the_person() -> None:
 )
 def test_the_assistants_suggestions_and_knowledge_form_nothing(said: str) -> None:
     assert found(said, role="assistant") == []
+
+
+def test_the_assistant_forms_a_reminder_it_set() -> None:
+    assert found("Poor Luna. I've set a reminder for the vet visit on November 11.",
+                 role="assistant") == [
+        ("event", "I've set a reminder for the vet visit on 2027-11-11 (Thursday).")
+    ]
+    assert found("I've added milk to the shopping list.", role="assistant") == []
 
 
 def test_the_assistant_restating_a_fact_about_the_person_forms_it() -> None:

@@ -1,6 +1,21 @@
 """The tuning set for the rules extractor of ``learn`` (issue 16): its patterns were written
 and adjusted on these conversations; its quality is measured on a separate, held-out set in
-``benchmarks/``, written by someone else and never tuned on. Not a benchmark.
+``benchmarks/``, written by someone else and never tuned on. Not a benchmark: after tuning,
+the extractor finds every fact here (recall and precision 1.000 on 38 conversations, 177
+facts).
+
+The set grew in batches. The first 18 conversations were written with the first rules; each
+later batch was scored *before* the rules were adjusted to it, which is the honest estimate
+of how the rules do on sentences they were not written for (the last batch was written at
+the weak spots the earlier ones showed; in batch 4, two candidates counted as false
+positives were labelled as facts afterwards)::
+
+    batch                                   facts  recall  precision
+    2  new_pet_and_baby .. chitchat_two        33    0.88       0.93
+    3  onboarding_answers .. long_message      26    0.77       1.00
+    4  meal_planning .. tech_support           25    0.68       0.89
+    5  new_year_goals .. travel_preferences    21    0.38       1.00
+    pooled                                    105    0.70       0.95
 
 Each conversation has the time it happened (``at``), its ``messages`` as ``(role, text)``
 pairs, and the durable ``facts`` labelled in it: the turn and role a fact comes from, its
@@ -699,6 +714,102 @@ CONVERSATIONS: tuple[dict[str, Any], ...] = (
             _fact(4, "event", "repair", "2026-04-28", role="assistant"),
             _fact(5, "fact", "video editing"),
             _fact(6, "fact", "left-handed"),
+        ),
+    },
+    {
+        "name": "new_year_goals",  # a Monday, lower-case chat
+        "at": _at("2026-01-05"),
+        "messages": (
+            ("user", "happy new year!! \U0001F389"),
+            ("user", "my resolution this year is to read 30 books"),
+            ("user", "also want to cut down on sugar"),
+            ("assistant", "Great goals! Do you have a favourite genre?"),
+            ("user", "sci-fi mostly, and some history"),
+            ("user", "i read on my kindle on the train to work"),
+            ("user", "work's been crazy tbh"),
+        ),
+        "facts": (
+            _fact(1, "note", "30 books"),
+            _fact(2, "note", "sugar"),
+            _fact(4, "preference", "sci-fi"),
+            _fact(5, "fact", "kindle"),
+        ),
+    },
+    {
+        "name": "wedding_planning",  # a Friday
+        "at": _at("2026-07-17"),
+        "messages": (
+            ("user", "We're getting married on September 12th in Sintra!"),
+            ("user", "Around 80 guests, mostly family."),
+            ("user", "My fiancé Jonas is German, so half the guests are flying in from "
+                     "Hamburg."),
+            ("assistant", "How exciting! Have you picked a caterer yet?"),
+            ("user", "Not yet, but we want a vegetarian menu since we're both vegetarian."),
+            ("user", "Can you suggest some caterers near Lisbon?"),
+            ("assistant", "Sure \u2014 here are three options near Lisbon that do vegetarian "
+                          "menus."),
+        ),
+        "facts": (
+            _fact(0, "event", "Sintra", "2026-09-12"),
+            _fact(2, "fact", "Jonas", "German"),
+            _fact(4, "fact", "vegetarian"),
+        ),
+    },
+    {
+        "name": "car_trouble",  # a Sunday
+        "at": _at("2026-03-29"),
+        "messages": (
+            ("user", "My car failed its MOT on Friday."),
+            ("user", "It's a 2012 Ford Focus with 140k miles."),
+            ("user", "I drive about 50 miles a day for work."),
+            ("assistant", "That's a lot of driving! Would you consider an electric car?"),
+            ("user", "Maybe, but I can't charge at home, I live in a flat with no parking."),
+            ("user", "What's the cheapest EV right now?"),
+        ),
+        "facts": (
+            _fact(0, "event", "MOT", "2026-03-27"),
+            _fact(1, "fact", "Ford Focus"),
+            _fact(2, "fact", "50 miles"),
+            _fact(4, "fact", "flat", "no parking"),
+        ),
+    },
+    {
+        "name": "pet_care",  # a Wednesday
+        "at": _at("2026-10-21"),
+        "messages": (
+            ("user", "My dog Luna has hip dysplasia."),
+            ("user", "She's 9 and a golden retriever."),
+            ("user", "The vet wants to see her again in three weeks."),
+            ("assistant", "Poor Luna. I've set a reminder for the vet visit on November 11."),
+            ("user", "Thanks! She's on a special diet too, only salmon-based food."),
+            ("user", "I love her so much lol"),
+        ),
+        "facts": (
+            _fact(0, "fact", "Luna", "hip dysplasia"),
+            _fact(1, "fact", "golden retriever"),
+            _fact(2, "event", "vet", "2026-11-11"),
+            _fact(3, "event", "vet", "2026-11-11", role="assistant"),
+            _fact(4, "fact", "salmon"),
+        ),
+    },
+    {
+        "name": "travel_preferences",  # a Monday
+        "at": _at("2026-12-14"),
+        "messages": (
+            ("user", "ugh, mondays"),
+            ("user", "Anyway. I always fly with KLM when I can, I've got gold status with them."),
+            ("user", "Window seat, always."),
+            ("user", "I'm flying to Toronto for Christmas to see my sister."),
+            ("user", "She just had a baby boy!"),
+            ("user", "Do I need a visa for Canada with a Portuguese passport?"),
+            ("assistant", "No visa needed, but you'll need an eTA before you fly."),
+        ),
+        "facts": (
+            _fact(1, "fact", "KLM"),
+            _fact(1, "fact", "gold status"),
+            _fact(2, "preference", "window"),
+            _fact(3, "event", "Toronto", "2026-12-25"),
+            _fact(4, "fact", "baby boy"),
         ),
     },
 )
