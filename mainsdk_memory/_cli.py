@@ -121,14 +121,28 @@ def _demo(_: argparse.Namespace) -> int:
             now = ada.recall("where does Ada live?")
             print(f"  Where does she live now?         {now[0].record.text}")
 
-            _say("6. Forget: the agent asks, Ada approves, a signed receipt lists ids only")
+            _say("6. Learn from a conversation (offline rules: no model, nothing leaves here)")
+            learnt = ada.learn(
+                [
+                    ("user", "Hi! I'm allergic to peanuts, and I'm flying to Madrid next Friday."),
+                    ("assistant", "Noted. Have a good trip!"),
+                    ("user", "Thanks, see you!"),
+                ],
+                at=october,
+            )
+            for record in learnt:
+                outcome = record.formation.outcome if record.formation else "stored"
+                print(f"  {outcome:<8} {record.trust:<9} {record.text}")
+            print("  (the greetings and thanks formed nothing; 'next Friday' became a date)")
+
+            _say("7. Forget: the agent asks, Ada approves, a signed receipt lists ids only")
             request = ada.forget(home.id)
             print(f"  the agent's request {request.id} is {request.status}")
             receipt = memory.person("ada").approve(request.id)
             print(f"  receipt: {receipt.token[:60]}…")
             print(f"  claims:  {json.dumps(dict(receipt.claims), indent=None)}")
 
-            _say("7. Anyone can verify it with the public key")
+            _say("8. Anyone can verify it with the public key")
             public_pem = KeyStore.open(root / "keys").export_public_pem()
             checked = receipts.verify(receipt.token, public_pem)
             print(f"  verified: memory {checked.memory_id}, erase={checked.erase}, "

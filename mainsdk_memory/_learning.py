@@ -318,12 +318,22 @@ def _model_candidates(
 
 
 def _source(
-    handle: _Handle, candidate: Candidate, turn: Turn, now: datetime, *, by_model: bool
+    handle: _Handle,
+    candidate: Candidate,
+    turn: Turn,
+    now: datetime,
+    *,
+    by_model: bool,
+    origin: Source | None,
 ) -> Source:
-    """Who said ``candidate``: the person, the agent, a tool, or the model that wrote it."""
+    """Who said ``candidate``: the person, the agent, a tool, or the model that wrote it;
+    or ``origin`` for every turn (the turn kept in its ``ref``)."""
     caller = handle._caller
     ref = f"turn:{turn.index}"
     at = turn.at or now
+    if origin is not None:
+        joined = ref if origin.ref is None else f"{origin.ref}/{ref}"
+        return origin.model_copy(update={"ref": joined, "at": origin.at or at})
     if candidate.role == "tool":
         return Source.tool("conversation", ref=ref, at=at)
     if by_model:
@@ -340,8 +350,14 @@ def learn(
     at: datetime | None,
     extractor: str,
     identifiers: Sequence[str],
+    origin: Source | None = None,
 ) -> list[MemoryRecord]:
-    """``handle.learn``: see its docstring (and docs/concepts.md, "Learning")."""
+    """``handle.learn``: see its docstring (and docs/concepts.md, "Learning").
+
+    ``origin`` (for the SDK's own servers) is the source of every fact whoever spoke: what
+    an MCP client sends is untrusted whatever role it gives a turn (ADR 0053), so the role
+    only decides which patterns read the turn.
+    """
     with handle._begin("learn") as note:
         caller, services = handle._caller, handle._caller.services
         if extractor not in EXTRACTORS:
@@ -371,7 +387,7 @@ def learn(
         refused = 0
         for candidate in candidates:
             turn = by_index[candidate.turn]
-            source = _source(handle, candidate, turn, now, by_model=use_model)
+            source = _source(handle, candidate, turn, now, by_model=use_model, origin=origin)
             try:
                 record = handle.remember(
                     candidate.text,

@@ -40,8 +40,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory import tenant as _tenant
-from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import InvalidInputError, MemorySDKError
+from mainsdk_memory._learning import learn
 from mainsdk_memory._mcp_names import (
     FORGET,
     LEARN,
@@ -54,7 +54,7 @@ from mainsdk_memory._mcp_names import (
 )
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._records import Kind, MemoryRecord, Source
-from mainsdk_memory._scoped import ScopedMemory, caller_of
+from mainsdk_memory._scoped import ScopedMemory
 from mainsdk_memory._working import JSON, MAX_KEY_CHARS
 
 __all__ = [
@@ -598,9 +598,11 @@ class MemoryTools:
             messages = [("user", parsed.text)]
         else:
             messages = [(turn.role, turn.text) for turn in parsed.turns]
-        learner = _ServerHandle(caller_of(self._handle), self.scope.server_name, ref)
+        said = Source.mcp(self.scope.server_name, ref=ref)
         with _tenant.use(self.scope.tenant):
-            records = learner.learn(messages)
+            records = learn(
+                self._handle, messages, at=None, extractor="auto", identifiers=(), origin=said
+            )
         learned = [_learned(record) for record in records]
         return {
             "memories": learned,
@@ -645,31 +647,6 @@ class MemoryTools:
             "deleted": deleted,
             "note": "Deleted for good." if deleted else "This session had no such value.",
         }
-
-
-class _ServerHandle(ScopedMemory):
-    """The server's handle for one ``memory.learn`` call: every memory it remembers is the
-    MCP server's, ``Source.mcp(<server name>, ref="<client>#<request id>/turn:<n>")``,
-    whatever source ``learn`` gave the turn it came from.
-
-    What an MCP client sends is untrusted whoever it says spoke (ADR 0053): a turn's role
-    decides which of the extractor's patterns read it, never the trust of what it forms, so
-    every fact is quarantined in this server's session until the person confirms it.
-    """
-
-    def __init__(self, caller: Caller, server: str, ref: str | None) -> None:
-        super().__init__(caller)
-        self._server = server
-        self._ref = ref
-
-    def remember(
-        self, text: str, *, source: Source | None = None, **options: Any
-    ) -> MemoryRecord:
-        """``remember`` with the MCP server as the source (the turn kept in its ``ref``)."""
-        turn = None if source is None else source.ref
-        ref = turn if self._ref is None else self._ref if turn is None else f"{self._ref}/{turn}"
-        said = Source.mcp(self._server, ref=ref, at=None if source is None else source.at)
-        return super().remember(text, source=said, **options)
 
 
 def _learned(record: MemoryRecord) -> dict[str, Any]:

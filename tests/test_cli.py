@@ -22,7 +22,7 @@ def test_demo_walks_through_every_step_and_cleans_up() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for step in ("Create a project key store", "Remember", "Recall", "context block",
-                 "Remember what changed", "Forget", "verify"):
+                 "Remember what changed", "Learn from a conversation", "Forget", "verify"):
         assert step in out
     assert "formation: supersession of mem_" in out  # the move is the next version
     assert "said again: duplicate, nothing new stored" in out
@@ -32,6 +32,9 @@ def test_demo_walks_through_every_step_and_cleans_up() -> None:
     assert "Ada prefers WhatsApp over email." in recall
     assert "Where did she live in September? Ada lives in Lisbon." in out
     assert "Where does she live now?         Ada moved to Porto." in out
+    learnt = out.split("== 6. Learn from a conversation")[1].split("== 7.")[0]
+    assert "I'm allergic to peanuts." in learnt and "2026-10-09" in learnt
+    assert "Thanks" not in learnt.split("(the greetings")[0]  # chit-chat formed nothing
     assert "a tampered receipt is refused" in out
     assert "recall after forget: 0 match(es)" in out
     demo_dir = next(line.split()[-1] for line in out.splitlines() if "key store:" in line)
