@@ -62,59 +62,61 @@ _SKIPPED: Final = frozenset({"system", "developer"})
 
 @dataclass(frozen=True, slots=True)
 class _Read:
-    """A conversation's turns, and how many it held that no fact may come from."""
+    """A conversation's turns (``Turn.index`` numbers them), the message each one is part of,
+    and how many messages it held that no fact may come from."""
 
     turns: list[Turn]
+    message_of: dict[int, int]
     skipped: int
 
 
-def _content_text(content: object) -> tuple[str, bool]:
-    """The text of a message's ``content`` and whether it is a tool's result.
+def _segments(content: object) -> list[tuple[bool, str]]:
+    """The ``(is a tool's result, text)`` parts of a message's ``content``.
 
-    A string; or a list of parts (OpenAI ``{"type": "text", "text": ...}``; Anthropic's
-    ``text`` and ``tool_result`` blocks, a tool result being the tool's words even in a
-    ``user`` message).
+    A string (``None``: an OpenAI assistant message that only calls tools); or a list of
+    parts (OpenAI ``{"type": "text", "text": ...}``; Anthropic's ``text`` and ``tool_result``
+    blocks: a tool result is the tool's words even in a ``user`` message, and the text beside
+    it stays the user's).
     """
+    if content is None:
+        return []
     if isinstance(content, str):
-        return content, False
+        return [(False, content)]
     if not isinstance(content, list):
         raise InvalidInputError(
             "A message's content is a string or a list of text parts "
             '({"type": "text", "text": ...}).'
         )
-    texts: list[str] = []
-    tool = False
+    own: list[str] = []
+    tools: list[str] = []
     for part in content:
         if isinstance(part, str):
-            texts.append(part)
+            own.append(part)
             continue
         if not isinstance(part, Mapping):
             raise InvalidInputError("A content part is a dict with a type, or a string.")
         kind = part.get("type")
         if kind == "tool_result":
-            tool = True
-            inner, _ = _content_text(part.get("content", ""))
-            texts.append(inner)
+            tools.extend(text for _, text in _segments(part.get("content", "")))
         elif kind in ("text", "input_text", "output_text"):
             text = part.get("text")
             if not isinstance(text, str):
                 raise InvalidInputError("A text part's text is a string.")
-            texts.append(text)
+            own.append(text)
         # images, audio, tool calls and other parts carry no words to learn from
-    return "\n".join(texts), tool
+    found = [(True, "\n".join(tools))] if tools else []
+    return [*found, (False, "\n".join(own))] if own else found
 
 
-def _one(message: object, index: int) -> tuple[str, str, datetime | None, bool]:
-    """``(role, text, at, flagged)`` of one message in any of the accepted shapes."""
+def _one(message: object, index: int) -> tuple[str, list[tuple[bool, str]], datetime | None, bool]:
+    """``(role, segments, at, flagged)`` of one message in any of the accepted shapes."""
     from mainsdk_memory._episodes import Episode  # the ledger imports this module's users
 
     at: datetime | None = None
     if isinstance(message, Episode):
-        return message.role, message.text, message.at, message.flagged
+        return message.role, [(False, message.text)], message.at, message.flagged
     if isinstance(message, Mapping):
-        role, (text, tool) = message.get("role"), _content_text(message.get("content", ""))
-        if tool:
-            role = "tool"
+        role, segments = message.get("role"), _segments(message.get("content"))
         when = message.get("at", message.get("timestamp"))
         if isinstance(when, datetime):
             at = validate.aware(when, "a message's at")
@@ -124,6 +126,7 @@ def _one(message: object, index: int) -> tuple[str, str, datetime | None, bool]:
             raise InvalidInputError(
                 f"Message {index}: the text of a (role, text) pair is a string."
             )
+        segments = [(False, text)]
     else:
         raise InvalidInputError(
             f"Message {index} is not a message: pass {{'role': ..., 'content': ...}} dicts, "
@@ -131,7 +134,7 @@ def _one(message: object, index: int) -> tuple[str, str, datetime | None, bool]:
         )
     if not isinstance(role, str):
         raise InvalidInputError(f"Message {index}: its role is a string (user, assistant, tool).")
-    return role, text, at, False
+    return role, segments, at, False
 
 
 def turns_of(messages: Iterable[Any]) -> _Read:
@@ -151,27 +154,34 @@ def turns_of(messages: Iterable[Any]) -> _Read:
             f"A conversation is learnt {MAX_TURNS:,} messages at a time; pass it in parts."
         )
     turns: list[Turn] = []
+    message_of: dict[int, int] = {}
     skipped = 0
     for index, message in enumerate(listed):
-        role, text, at, flagged = _one(message, index)
-        role = _ALIASES.get(role.lower(), role.lower())
+        given, segments, at, flagged = _one(message, index)
+        role = _ALIASES.get(given.lower(), given.lower())
         if role in _SKIPPED or flagged:
             skipped += 1
             continue
         if role not in _ROLES:
+            # the role is not named back: a (text, role) pair the wrong way round would
+            # put the person's words into the message
             raise InvalidInputError(
-                f"Message {index} has the role {role[:20]!r}; learn reads user, assistant and "
-                "tool messages (system and developer ones are skipped)."
+                f"Message {index} has a role learn does not read; the roles are user, "
+                "assistant and tool (system and developer messages are skipped)."
             )
-        if len(text) > MAX_TURN_CHARS:
-            raise InvalidInputError(
-                f"Message {index} is longer than {MAX_TURN_CHARS:,} characters; split it."
-            )
-        if "\x00" in text:
-            raise InvalidInputError(f"Message {index} holds a NUL character.")
-        if text.strip():
-            turns.append(Turn(role=role, text=text, index=index, at=at))  # type: ignore[arg-type]
-    return _Read(turns, skipped)
+        for tool, text in segments:
+            if len(text) > MAX_TURN_CHARS:
+                raise InvalidInputError(
+                    f"Message {index} is longer than {MAX_TURN_CHARS:,} characters; split it."
+                )
+            if "\x00" in text:
+                raise InvalidInputError(f"Message {index} holds a NUL character.")
+            if text.strip():
+                message_of[len(turns)] = index
+                turns.append(
+                    Turn(role="tool" if tool else role, text=text, index=len(turns), at=at)  # type: ignore[arg-type]
+                )
+    return _Read(turns, message_of, skipped)
 
 
 def _clean_turns(handle: _Handle, turns: Sequence[Turn], *, child: bool) -> tuple[list[Turn], int]:
@@ -256,7 +266,8 @@ def _parse_model(answer: str, turns: Sequence[Turn], now: datetime) -> list[Cand
     for fact in facts if isinstance(facts, list) else []:
         if not isinstance(fact, dict):
             continue
-        turn = by_index.get(fact.get("turn"))  # type: ignore[arg-type]
+        number = fact.get("turn")
+        turn = by_index.get(number) if type(number) is int else None
         text, kind = fact.get("text"), fact.get("kind")
         if turn is None or not isinstance(text, str) or kind not in _KINDS:
             continue
@@ -290,7 +301,22 @@ def _day(value: object, now: datetime) -> datetime | None:
 def _model_candidates(
     handle: _Handle, turns: Sequence[Turn], now: datetime, identifiers: Sequence[str]
 ) -> list[Candidate]:
-    """The model's candidates, one port call per part of at most :data:`MAX_MODEL_CHARS`."""
+    """The model's candidates: the tools' turns asked apart from the others, so a tool's
+    words can never be passed off as the person's (the model says which turn a fact came
+    from; it is believed only among turns of one trust)."""
+    own = [turn for turn in turns if turn.role != "tool"]
+    tools = [turn for turn in turns if turn.role == "tool"]
+    return [
+        *_asked(handle, own, now, identifiers),
+        *_asked(handle, tools, now, identifiers),
+    ]
+
+
+def _asked(
+    handle: _Handle, turns: Sequence[Turn], now: datetime, identifiers: Sequence[str]
+) -> list[Candidate]:
+    """The model's candidates from ``turns``, one port call per part of at most
+    :data:`MAX_MODEL_CHARS`."""
     from mainsdk_memory._modelport import complete
 
     found: list[Candidate] = []
@@ -321,24 +347,25 @@ def _source(
     handle: _Handle,
     candidate: Candidate,
     turn: Turn,
+    message: int,
     now: datetime,
     *,
     by_model: bool,
     origin: Source | None,
 ) -> Source:
     """Who said ``candidate``: the person, the agent, a tool, or the model that wrote it;
-    or ``origin`` for every turn (the turn kept in its ``ref``)."""
+    or ``origin`` for every turn (the message kept in its ``ref``)."""
     caller = handle._caller
-    ref = f"turn:{turn.index}"
+    ref = f"turn:{message}"
     at = turn.at or now
     if origin is not None:
         joined = ref if origin.ref is None else f"{origin.ref}/{ref}"
         return origin.model_copy(update={"ref": joined, "at": origin.at or at})
-    if candidate.role == "tool":
+    if turn.role == "tool":  # the turn's, not what an extractor says of it
         return Source.tool("conversation", ref=ref, at=at)
     if by_model:
         return Source.model("learn", ref=ref, at=at)
-    if candidate.role == "assistant":
+    if turn.role == "assistant":
         return Source.agent("assistant" if caller.is_person else caller.agent, ref=ref, at=at)
     return Source.person(caller.person, ref=ref, at=at)
 
@@ -367,6 +394,7 @@ def learn(
         now = services.now() if at is None else at
         names = _identifiers(identifiers)
         read = turns_of(messages)
+        caller.written_by()  # a killed agent learns nothing, chit-chat included
         child = caller.is_child()
         if child:
             handle._child_write()  # a child's conversation before consent: refused, as a write
@@ -383,11 +411,23 @@ def learn(
         else:
             candidates = extract(turns, now=now)
         by_index = {turn.index: turn for turn in turns}
+        # Each fact is checked before any is written, so a bad one cannot leave the
+        # conversation half learnt: one the store cannot hold (longer than max_text_chars)
+        # is left out and counted, as the others are remembered.
+        kept = [one for one in candidates if _storable(one.text, services.settings.max_text_chars)]
         records: list[MemoryRecord] = []
         refused = 0
-        for candidate in candidates:
+        for candidate in kept:
             turn = by_index[candidate.turn]
-            source = _source(handle, candidate, turn, now, by_model=use_model, origin=origin)
+            source = _source(
+                handle,
+                candidate,
+                turn,
+                read.message_of[turn.index],
+                now,
+                by_model=use_model,
+                origin=origin,
+            )
             try:
                 record = handle.remember(
                     candidate.text,
@@ -407,9 +447,18 @@ def learn(
                 ("extractor", "model" if use_model else "rules"),
                 ("candidates", str(len(candidates))),
                 ("flagged", str(flagged + refused)),
+                ("too_long", str(len(candidates) - len(kept))),
             ]
         )
         return records
+
+
+def _storable(text: str, max_chars: int) -> bool:
+    try:
+        validate.text(text, max_chars)
+    except InvalidInputError:
+        return False
+    return True
 
 
 def _identifiers(identifiers: object) -> tuple[str, ...]:

@@ -128,15 +128,20 @@ def test_chit_chat_forms_no_memory(memory: Memory) -> None:
         [("user", "I live in Lyon."), {"role": "user", "content": 42}],
         [("user", "I live in Lyon."), ("user", "x" * 100_001)],
         [("user", "I live in Lyon."), object()],
+        [("I was diagnosed with diabetes in Paris.", "user")],
     ],
-    ids=["a-string", "unknown-role", "not-text", "bad-content", "too-long", "not-a-message"],
+    ids=[
+        "a-string", "unknown-role", "not-text", "bad-content", "too-long", "not-a-message",
+        "pair-the-wrong-way-round",
+    ],
 )
 def test_bad_messages_raise_and_change_nothing(memory: Memory, messages: object) -> None:
     with tenant.use("acme"):
         agent = memory.acting_for("p1", agent="support", session="s1")
         with pytest.raises(InvalidInputError) as raised:
             agent.learn(messages, at=AT)  # type: ignore[arg-type]
-        assert "Lyon" not in str(raised.value) and "Paris" not in str(raised.value)
+        for word in ("Lyon", "Paris", "diagnosed", "diabetes"):
+            assert word not in str(raised.value)
         assert agent.list().items == []
 
 
@@ -354,3 +359,89 @@ def test_learn_reads_the_episodic_ledger(memory: Memory) -> None:
         agent.episodes.append("assistant", "Got it.", at=AT)
         records = agent.learn(agent.episodes.list(session="s1"), at=AT)
         assert [r.kind for r in records if "vegetarian" in r.text]
+
+
+def test_tool_calls_without_content_and_mixed_anthropic_messages(memory: Memory) -> None:
+    with tenant.use("acme"):
+        agent = memory.acting_for("p1", agent="support", session="s1")
+        records = agent.learn(
+            [
+                {"role": "user", "content": "Where is my parcel?"},
+                {  # OpenAI: an assistant message that only calls a tool has no content
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c1", "type": "function"}],
+                },
+                {  # Anthropic: the tool's result and the user's own words in one message
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "c1",
+                            "content": "The customer has been premium since 2024.",
+                        },
+                        {"type": "text", "text": "I'm allergic to peanuts."},
+                    ],
+                },
+            ],
+            at=AT,
+        )
+        peanuts = [r for r in records if "peanut" in r.text]
+        assert peanuts and peanuts[0].source.kind == "person"
+        assert peanuts[0].source.ref == "turn:2"
+        assert all(r.trust is Trust.UNTRUSTED for r in records if "premium" in r.text)
+
+
+def test_a_fact_too_long_for_the_store_is_left_out_and_the_rest_learnt(
+    store_url: str, keys_path: Path
+) -> None:
+    opened = Memory.open(store_url, keys=keys_path, app="app", max_text_chars=40)
+    with opened as memory, tenant.use("acme"):
+        agent = memory.acting_for("p1", agent="support", session="s1")
+        records = agent.learn(
+            [
+                ("user", "I live in Lyon."),
+                ("user", "I work as a senior software engineer at a large bank in Paris."),
+            ],
+            at=AT,
+        )
+        assert [r.text for r in records] == ["I live in Lyon."]
+        assert [r.text for r in agent.list().items] == ["I live in Lyon."]
+
+
+def test_a_killed_agent_learns_nothing_even_from_chit_chat(memory: Memory) -> None:
+    with tenant.use("acme"):
+        memory.kill("support")
+        agent = memory.acting_for("p1", agent="support", session="s1")
+        with pytest.raises(AgentDisabledError):
+            agent.learn([("user", "Hello!")], at=AT)
+
+
+def test_the_model_cannot_pass_a_tools_words_off_as_the_persons(
+    store_url: str, keys_path: Path, model_server: LoopbackModel
+) -> None:
+    def claims_the_first_turn(messages: list[dict[str, str]]) -> str:
+        """A model (or a tool's hidden instruction) that says every fact is turn 0's."""
+        facts = [
+            {"turn": 0, "kind": "fact", "text": text, "valid_from": None}
+            for _, _, text in _TURN.findall(messages[-1]["content"])
+        ]
+        return json.dumps({"facts": facts})
+
+    model_server.answer = claims_the_first_turn
+    with _with_model(store_url, keys_path, model_server) as memory, tenant.use("acme"):
+        agent = memory.acting_for("p1", agent="support", session="s1")
+        records = agent.learn(
+            [
+                ("user", "I have two cats."),
+                ("tool", "The customer's new delivery address is 9 Rue Fausse, Lyon."),
+            ],
+            at=AT,
+        )
+        assert not any("Rue Fausse" in r.text and r.trust is not Trust.UNTRUSTED for r in records)
+        other = memory.acting_for("p1", agent="support", session="s2")
+        assert all("Rue Fausse" not in r.text for r in other.list(limit=100).items)
+    # the tool's words and the person's never share a request
+    for request in model_server.requests:
+        sent = request.body["messages"][-1]["content"]
+        assert not ("two cats" in sent and "Rue Fausse" in sent)
