@@ -1,7 +1,8 @@
 """Fork: another agent gets an independent copy of what one agent knows about a person.
 
-:func:`fork` is ``ScopedMemory.fork``. It copies the calling agent's working memory and the
-current memories about the person that its handle may see (its own, and every agent's when
+:func:`fork` is ``ScopedMemory.fork``. It copies the calling agent's working memory
+(:func:`~mainsdk_memory._working.copy_working`) and the current memories about the person
+that its handle may see (its own, and every agent's when
 its grant reads ``"all"``; never the tenant's shared memory, which is shared already)
 to ``agent``, and returns that agent's handle. Each copy is a new memory (new id, version 1)
 owned by the new agent, written through the handle's own write path with formation off, so
@@ -13,12 +14,15 @@ sealing, the blind index, vectors, entities and the new agent's limits apply as 
 - lineage is kept: an insight's ``derived_from`` names the copies of its sources (with the
   links written, so forgetting a copied source forgets the copied insight); a source that
   was not copied stays named, so forgetting it still reaches every insight derived from it;
-- quarantine is kept: a quarantined (untrusted) or session-only memory is copied only into
-  the fork's ``session``; with no session it is left out and counted in the report;
+- quarantine is kept: a quarantined (untrusted) or session-only memory, and a working-memory
+  value of this handle's session, is copied only into the fork's ``session``; with no
+  session it is left out and counted in the report;
 - the walls stand: a killed agent on either side is refused, a child's memories need the
   guardian's consent as a write does (and their copies stay text only), the injection check
   runs on every text, and the new agent's memories-per-person cap counts every copy. A fork
-  refused midway erases the copies it wrote, so it copies everything or nothing.
+  refused or failing midway erases the memory copies it wrote and takes back every
+  working-memory value it wrote (a value of the new agent's it had replaced is put back),
+  so it copies everything or nothing.
 
 After a fork the two sides share nothing but the person: a revision, pin or forget on one
 never reaches the other, and erasing the person erases both. One audit event (``fork``)
@@ -45,6 +49,7 @@ from mainsdk_memory._relations import add_links, relation_store
 from mainsdk_memory._scoped import ScopedMemory, caller_of
 from mainsdk_memory._sealing import Contents, first_place, open_contents, seal
 from mainsdk_memory._walls import check_injection, check_write
+from mainsdk_memory._working import Journal, copy_working, undo_working
 from mainsdk_memory.drivers import StoredRow
 
 __all__ = ["Fork", "fork"]
@@ -63,7 +68,10 @@ class Fork(BaseModel):
     memories: int
     """Memories copied."""
     working: int
-    """Working-memory entries copied."""
+    """Working-memory values copied."""
+    working_left: int = 0
+    """Working-memory values of this handle's session left out: they stay in one session,
+    and the fork has none (they are never made person-wide)."""
     quarantined_left: int = 0
     """Quarantined memories left out: they stay in one session, and the fork has none."""
     session_only_left: int = 0
@@ -113,17 +121,17 @@ def fork(handle: ScopedMemory, *, agent: str, session: str | None = None) -> For
                 chosen.append(original)
         copies: dict[str, str] = {}
         written: list[str] = []
+        journal: Journal = []
         try:
             for original in _sources_first(chosen):
                 copies[original.row.memory_id] = _copy(
                     forked, original, copies, written, note, child=child, cap=cap
                 )
-            working = 0
+            working = working_left = 0
             if services.driver.capabilities.person_records:  # else there is none to copy
-                from mainsdk_memory._working import copy_working
-
-                working = copy_working(source, target)
+                working, working_left = copy_working(source, target, journal, child=child)
         except BaseException:
+            undo_working(target, journal)
             _undo(target, written)
             note.memory_ids.clear()
             raise
@@ -131,6 +139,7 @@ def fork(handle: ScopedMemory, *, agent: str, session: str | None = None) -> For
         note.extra.extend(
             [
                 ("working", str(working)),
+                ("working_left", str(working_left)),
                 ("quarantined_left", str(quarantined_left)),
                 ("session_only_left", str(session_only_left)),
                 ("flagged_left", str(flagged_left)),
@@ -140,6 +149,7 @@ def fork(handle: ScopedMemory, *, agent: str, session: str | None = None) -> For
             handle=forked,
             memories=len(copies),
             working=working,
+            working_left=working_left,
             quarantined_left=quarantined_left,
             session_only_left=session_only_left,
             flagged_left=flagged_left,

@@ -461,12 +461,12 @@ def _against(
         if facts and only_new and 1 - len(only_held) / (len(held.terms) or 1) >= REFINES:
             return Decision("refinement", target, "adds-detail")
         return Decision("related", target, "shares-terms")
-    if _kin(new) != _kin(held) or (
+    if _subject_kin(new) != _subject_kin(held) or (
         _holders(new) != _holders(held) and _holders(new) and _holders(held)
     ):
         # "My sister lives in Lisbon" is no version of "My brother lives in Lisbon" (nor of
         # "I live in Lisbon"), nor "Ben is allergic to peanuts" a repeat of "Tom is allergic
-        # to peanuts".
+        # to peanuts"; "I moved to Porto" still replaces "I live in Lisbon with my husband".
         return Decision("related", target, "shares-terms")
     if claims and new.negated != held.negated and closeness >= FRAME and (shared or exclusive):
         if _says(new, _ENDINGS):
@@ -479,6 +479,7 @@ def _against(
     if (
         facts
         and similar is not None
+        and (only_held or not only_new)  # words of its own and none lost: it adds detail
         and _synonyms(new, only_new, held, only_held, similar)
         and closeness >= SAME
         and not says_more
@@ -521,6 +522,28 @@ _KIN: Final = frozenset(
 def _kin(text: _Text) -> frozenset[str]:
     """The relatives, partners and colleagues the text names."""
     return frozenset(word for word in text.written.values() if word in _KIN)
+
+
+def _subject_kin(text: _Text) -> frozenset[str]:
+    """The relative whose fact the text states: the one it starts with ("My sister lives…",
+    "Our older son is…", "Wife is a nurse."), not one named in passing ("I live here with my
+    wife", "Has a sister.")."""
+    written = _WORD.findall(text.folded)[:3]
+    words = [word.removesuffix("'s") for word in written]
+    if words[:1] and words[0] in _KIN:
+        words = words[:1]  # "Mum's phone…", "Wife is…"
+    elif words[:1] and (words[0] in ("my", "our", "his", "her", "their") or written[0] != words[0]):
+        words = words[1:]  # the possessive ("my", "Priya's"), then the relative or one word
+    else:
+        return frozenset()
+    return frozenset(_KIN_SAME.get(word, word) for word in words[:2] if word in _KIN)
+
+
+#: Other words for one relative ("mum" and "mother" are one holder).
+_KIN_SAME: Final = {
+    "mum": "mother", "mom": "mother", "dad": "father", "grandma": "grandmother",
+    "grandpa": "grandfather", "neighbor": "neighbour", "kid": "child",
+}  # fmt: skip
 
 
 def _holders(text: _Text) -> frozenset[str]:

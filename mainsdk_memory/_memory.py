@@ -37,6 +37,7 @@ from mainsdk_memory._reindex import ReindexReport
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._services import Services
 from mainsdk_memory._shared import confirm_shared
+from mainsdk_memory._working import sweep_expired_working
 from mainsdk_memory.audit import AuditSink
 from mainsdk_memory.drivers import Capabilities, Driver, VectorDriver
 from mainsdk_memory.drivers import open_driver as _open_driver
@@ -375,7 +376,8 @@ class Memory:
         One receipt per erased memory (op ``retention``), also kept in the receipts log.
         Expired memories are hidden from every read already; this removes their bytes. The
         episodic ledger's expired entries (every person's) are deleted too, counted in the
-        audit event (``episodes``); they get no receipt.
+        audit event (``episodes``), and so are the working-memory values about a child last
+        set longer ago than the ``child`` retention (``working``); they get no receipt.
         """
         tenant_id = _tenant.current()
         services = self._services
@@ -409,6 +411,7 @@ class Memory:
                 issued.append(receipt)
             note.count = len(issued)
             note.extra.append(("episodes", str(sweep_expired_episodes(services, tenant_id))))
+            note.extra.append(("working", str(sweep_expired_working(services, tenant_id))))
             return issued
 
 

@@ -2,8 +2,8 @@
 
 A :class:`Redactor` replaces, in every text it is given, e-mail addresses, phone numbers,
 IBANs (mod-97 checked), payment card numbers (Luhn checked) and the identifiers the caller
-names (the person's id, names, account handles: case-insensitive, whole words) with
-placeholders such as ``[EMAIL_1]``, ``[PHONE_2]``, ``[IBAN_1]``, ``[CARD_1]``, ``[ID_1]``::
+names (the person's id, names, account handles: whole words) with placeholders such as
+``[EMAIL_1]``, ``[PHONE_2]``, ``[IBAN_1]``, ``[CARD_1]``, ``[ID_1]``::
 
     redactor = Redactor(["person-42", "Ada Lovelace"])
     redactor.redact("Ada Lovelace: ada@example.com, +44 20 7946 0958")
@@ -15,12 +15,30 @@ model call), and :meth:`Redactor.restore` puts back only placeholders this redac
 one the model invents stays as it is. :attr:`Redactor.counts` says how many values of each
 category were replaced (for the audit: counts only). Pure: no I/O, no state beyond the
 redactor's own table. What it does not catch is in ADR 0087.
+
+The patterns read views of the text, never the text itself, and every span found in a view is
+mapped back to the exact original characters, so what is replaced (and later restored) is the
+text as written, byte for byte:
+
+- e-mail addresses, phone numbers, IBANs and cards are found in a *narrowed* copy of one
+  character for one: full-width forms (U+FF0B ``+``, U+FF14 ``4``, U+FF20 ``@``), other
+  scripts' digits, every kind of space (no-break, narrow) and of hyphen (non-breaking, en
+  dash, minus) read as their plain ASCII form;
+- identifiers are found in a *folded* copy: NFKC, case folded, every apostrophe as ``'``
+  (U+2019 ...), every hyphen as ``-`` (U+2011 ...), invisible format characters (soft
+  hyphen, zero-width joiners) dropped, so an identifier matches however it is encoded
+  (composed or decomposed accents, full-width letters, any case).
+
+The work is linear in the length of the text (no pattern backtracks over a run of digits more
+than once, and stacked combining marks are folded in bounded clusters).
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -34,6 +52,8 @@ CATEGORIES: Final = ("email", "phone", "iban", "card", "id")
 _PREFIX: Final = {category: category.upper() for category in CATEGORIES}
 
 _PLACEHOLDER: Final = re.compile(r"\[(EMAIL|PHONE|IBAN|CARD|ID)_([1-9][0-9]{0,5})\]")
+_DIGIT: Final = re.compile(r"\d")
+_NOT_DIGIT: Final = re.compile(r"\D")
 
 # A span found in a text: (start, end, category, key). ``key`` is the value's canonical form,
 # so one value written two ways ("ADA@x.org", "ada@x.org") gets one placeholder.
@@ -116,27 +136,34 @@ def _iban_spans(text: str) -> Iterable[_Span]:
 # -- phone numbers -----------------------------------------------------------------------------
 
 # A run of digits with the separators phone numbers are written with (a space, a dot, a dash,
-# a slash, parentheses), at most two in a row; optionally after a "+" or a "(".
+# a slash, parentheses), at most two in a row; optionally after a "+" or a "(". It starts
+# where a number does: not inside a word, an address or another number ("1.5", "10:30",
+# "2024-01"), but after a label written without a space ("tel:", "Phone:", "Tel.", "Ada,",
+# "phone/"): a letter, then one or two of ". , / :". An extension ("x12", "ext. 12") may follow.
 _PHONE: Final = re.compile(
-    r"(?<![\w@+.,/:-])(?:\+|\(\+?)?\d(?:(?:[ \u00a0./-]|[ \u00a0]?[()][ \u00a0]?)?\d)*\)?"
-    r"(?![\w@]|[.,:/-]\d)"
+    r"(?:(?<![\w@+.,/:-])|(?<=[^\W\d_][.,/:])|(?<=[^\W\d_][.,/:][.,/:]))"
+    r"(?:\+|\(\+?)?\d(?:(?:[ ./-]|[ ]?[()][ ]?)?\d)*\)?"
+    r"(?=(?i:x\d|ext)|(?![\w@]|[.,:/-]\d))"
+)
+_EXTENSION: Final = re.compile(
+    r"[ ]?(?:x|ext(?:ension|n)?[.:]?)[ ]?(\d{1,6})(?!\w|[.,:/-]\d)", re.IGNORECASE
 )
 _GROUPS: Final = re.compile(r"\d+")
 # A date at the start: 2024-01-15, 15.01.2024, 1/15/24 (then a space or the end).
 _DATE: Final = re.compile(
-    r"(?:\d{4}([./-])\d{1,2}\1\d{1,2}|\d{1,2}([./-])\d{1,2}\2(?:\d{4}|\d{2}))(?:$|[ \u00a0])"
+    r"(?:\d{4}([./-])\d{1,2}\1\d{1,2}|\d{1,2}([./-])\d{1,2}\2(?:\d{4}|\d{2}))(?:$|[ ])"
 )
+# An IPv4 address: four numbers of 0-255 without a leading zero, split by dots. (A dotted
+# phone number with a trunk 0, "044.123.45.67", is not one.)
+_OCTET: Final = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+_IPV4: Final = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 # North American numbers: area code and exchange start with 2-9.
 _NANP: Final = re.compile(r"1?[2-9]\d{2}[2-9]\d{6}")
 _NANP_SHAPES: Final = frozenset({(10,), (3, 3, 4), (1, 3, 3, 4), (11,)})
 
 
-def _is_phone(candidate: str) -> bool:
-    if _DATE.match(candidate.lstrip("(")):
-        return False
-    groups = tuple(len(group) for group in _GROUPS.findall(candidate))
-    digits = "".join(_GROUPS.findall(candidate))
-    if candidate.count("(") != candidate.count(")"):
+def _is_phone(candidate: str, sizes: tuple[int, ...], digits: str) -> bool:
+    if _DATE.match(candidate.lstrip("(")) or _IPV4.fullmatch(candidate):
         return False
     if candidate.startswith(("+", "(+")):
         return 8 <= len(digits) <= 15
@@ -146,38 +173,198 @@ def _is_phone(candidate: str) -> bool:
         return False  # a decimal fraction
     if digits.startswith("0"):  # a national trunk prefix (most of Europe, much of Asia)
         # Nine digits in two groups is as often a reference as a number (0.12345678).
-        return 10 <= len(digits) <= 12 or (len(digits) == 9 and len(groups) != 2)
-    if _NANP.fullmatch(digits) and groups in _NANP_SHAPES:
+        return 10 <= len(digits) <= 12 or (len(digits) == 9 and len(sizes) != 2)
+    if _NANP.fullmatch(digits) and sizes in _NANP_SHAPES:
         return True
-    if groups == (3, 4) and candidate[3] == "-" and digits[0] in "23456789":
+    if sizes == (5, 5) and digits[0] in "6789":
+        return True  # an Indian mobile number: 98765 43210
+    if sizes == (3, 4) and candidate[3] == "-" and digits[0] in "23456789":
         return True  # a local number: 555-2671
-    thousands = len(groups) >= 2 and groups[0] <= 3 and all(size == 3 for size in groups[1:])
-    return 9 <= len(digits) <= 12 and len(groups) >= 3 and not thousands
+    thousands = len(sizes) >= 2 and sizes[0] <= 3 and all(size == 3 for size in sizes[1:])
+    return 9 <= len(digits) <= 12 and len(sizes) >= 3 and not thousands
 
 
 def _phone_spans(text: str) -> Iterable[_Span]:
     for match in _PHONE.finditer(text):
-        candidate = match.group()
-        if candidate.startswith("(") and not candidate.startswith("(+") and (
-            candidate.count("(") > candidate.count(")")
-        ):
-            candidate, start = candidate[1:], match.start() + 1
+        candidate, start = match.group(), match.start()
+        if len(candidate) < 7:
+            continue  # cheap: most runs of digits are far too short to be a number
+        opened, closed = candidate.count("("), candidate.count(")")
+        if opened > closed and candidate.startswith("(") and not candidate.startswith("(+"):
+            candidate, start, opened = candidate[1:], start + 1, opened - 1  # "(call 555-2671"
+        if closed > opened and candidate.endswith(")"):
+            candidate, closed = candidate[:-1], closed - 1  # "(mobile 4155552671)"
+        if opened != closed:
+            continue
+        groups = _GROUPS.findall(candidate)
+        digits = "".join(groups)
+        if not 7 <= len(digits) <= 17:
+            continue
+        if not _is_phone(candidate, tuple(len(group) for group in groups), digits):
+            continue
+        end = start + len(candidate)
+        extension = _EXTENSION.match(text, end)
+        if extension is not None:
+            digits, end = f"{digits}x{extension.group(1)}", extension.end()
+        yield start, end, "phone", digits
+
+
+# -- the views the patterns read -----------------------------------------------------------------
+
+# The same text, one character for one, with the characters that hide a digit, an address or a
+# separator from the patterns replaced by their plain form: full-width forms (U+FF14, U+FF20),
+# other scripts' decimal digits, every kind of space (no-break, narrow, figure) and of hyphen
+# (non-breaking, figure, en dash, minus). Spans found in it are spans of the original.
+_DASHES: Final = frozenset("\u2010\u2011\u2012\u2013\u2212\ufe63")
+
+
+class _Narrowing(dict[int, str]):
+    """``str.translate`` table that works each character out on first sight (bounded)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        if 0xFF01 <= code <= 0xFF5E:  # full-width ASCII
+            plain = chr(code - 0xFEE0)
+        elif char in _DASHES:
+            plain = "-"
+        elif unicodedata.category(char) == "Zs":
+            plain = " "
         else:
-            start = match.start()
-        if _is_phone(candidate):
-            digits = "".join(_GROUPS.findall(candidate))
-            yield start, start + len(candidate), "phone", digits
+            digit = unicodedata.decimal(char, None)
+            plain = char if digit is None else str(digit)
+        if len(self) < 8192:
+            self[code] = plain
+        return plain
+
+
+_NARROWING: Final = _Narrowing()
+
+
+def _narrow(text: str) -> str:
+    return text if text.isascii() else text.translate(_NARROWING)
+
+
+# The folded text identifiers are matched in: NFKC, case folded, every apostrophe written as
+# "'" and every hyphen as "-", invisible format characters (soft hyphen, zero-width joiners,
+# direction marks) dropped and a zero-width space read as a space. Most characters fold to one
+# character on their own (a table does those at C speed); the rest are folded a cluster at a
+# time (a character and the combining marks after it, which NFKC may compose with it), and
+# each folded character remembers the original cluster it came from, so a match maps back to
+# exact original spans.
+_APOSTROPHES: Final = "`\u00b4\u02b9\u02bb\u02bc\u02bd\u2018\u2019\u201b\u2032\ua78c\uff07\uff40"
+_HYPHENS: Final = "\u2010\u2011\u2012\u2013\u2014\u2015\u2043\u2212\ufe58\ufe63\uff0d"
+_UNIFY: Final = str.maketrans(
+    {**dict.fromkeys(_APOSTROPHES, "'"), **dict.fromkeys(_HYPHENS, "-"), "\u200b": " "}
+)
+# Characters with combining class 0 that NFC composes with the character before them (two-part
+# vowels of Indic scripts, Hangul vowel and final jamo). Checked against the Unicode database
+# by the tests.
+_COMPOSE_WITH_PREVIOUS: Final = frozenset(
+    "\u09be\u09d7\u0b3e\u0b56\u0b57\u0bbe\u0bd7\u0cc2\u0cd5\u0cd6\u0d3e\u0d57\u0dcf\u0ddf"
+    "\u102e\u1b35\U00011127\U0001133e\U00011357\U000114b0\U000114ba\U000114bd\U000115af"
+    "\U00011930"
+    + "".join(map(chr, range(0x1161, 0x1176)))
+    + "".join(map(chr, range(0x11A8, 0x11C3)))
+)
+# A cluster longer than this (a base and dozens of stacked marks, as in "Zalgo" text) is folded
+# as its base alone: CPython's canonical reordering of marks is quadratic in their number.
+_MAX_CLUSTER: Final = 16
+# What the table gives a character that must be folded with its neighbours (a noncharacter;
+# the text's own U+FFFF is sent down the same path).
+_CLUSTER: Final = "\uffff"
+
+
+@functools.lru_cache(maxsize=4096)
+def _joins(char: str) -> bool:
+    """Whether ``char`` belongs to the cluster of the character before it."""
+    return (
+        unicodedata.combining(char) != 0
+        or char in _COMPOSE_WITH_PREVIOUS
+        or unicodedata.combining(unicodedata.normalize("NFKD", char)[:1] or "a") != 0
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_cluster(cluster: str) -> str:
+    folded = unicodedata.normalize("NFKC", cluster.translate(_UNIFY))
+    folded = unicodedata.normalize("NFKC", folded.casefold()).translate(_UNIFY)
+    if folded.isascii():
+        return folded
+    return "".join(char for char in folded if unicodedata.category(char) != "Cf")
+
+
+class _Folding(dict[int, str]):
+    """``str.translate`` table: a character's fold when it is one character and needs no
+    neighbour, else :data:`_CLUSTER` (worked out on first sight, bounded)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        folded = _fold_cluster(char)
+        if len(folded) != 1 or _joins(char) or folded == _CLUSTER:
+            folded = _CLUSTER
+        if len(self) < 8192:
+            self[code] = folded
+        return folded
+
+
+_FOLDING: Final = _Folding()
+
+
+def _fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+    """The folded view of ``text``, and for each of its characters where the original cluster
+    starts and ends (``None`` when they are the same positions)."""
+    if text.isascii():
+        return text.lower().replace("`", "'"), None, None
+    simple = text.translate(_FOLDING)  # one character for one
+    position = simple.find(_CLUSTER)
+    if position < 0:
+        return simple, None, None
+    parts: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    done, size = 0, len(text)  # text[:done] is folded into parts
+    while position >= 0:
+        start = position - 1 if position > done and _joins(text[position]) else position
+        end = position + 1
+        while end < size and _joins(text[end]):
+            end += 1
+        if start > done:
+            parts.append(simple[done:start])
+            starts.extend(range(done, start))
+            ends.extend(range(done + 1, start + 1))
+        cluster = text[start:end] if end - start <= _MAX_CLUSTER else text[start]
+        folded = _fold_cluster(cluster)
+        parts.append(folded)
+        starts.extend([start] * len(folded))
+        ends.extend([end] * len(folded))
+        done = end
+        position = simple.find(_CLUSTER, end)
+    parts.append(simple[done:])
+    starts.extend(range(done, size))
+    ends.extend(range(done + 1, size + 1))
+    return "".join(parts), starts, ends
 
 
 # -- all together ------------------------------------------------------------------------------
 
 
 def _identifier_pattern(identifiers: Sequence[str]) -> re.Pattern[str] | None:
-    words = sorted({" ".join(i.split()) for i in identifiers if i.strip()}, key=len, reverse=True)
+    folded = (" ".join(_fold(identifier)[0].split()) for identifier in identifiers)
+    words = sorted({word for word in folded if word}, key=len, reverse=True)
     if not words:
         return None
     alternatives = (r"\s+".join(re.escape(part) for part in word.split(" ")) for word in words)
-    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)")
+
+
+def _identifier_spans(pattern: re.Pattern[str], text: str) -> Iterable[_Span]:
+    view, starts, ends = _fold(text)
+    for match in pattern.finditer(view):
+        key = " ".join(match.group().split())
+        if starts is None or ends is None:
+            yield match.start(), match.end(), "id", key
+        else:
+            yield starts[match.start()], ends[match.end() - 1], "id", key
 
 
 def _choose(spans: list[_Span]) -> list[_Span]:
@@ -200,8 +387,9 @@ class Redactor:
     """Replaces identifiers with placeholders and puts them back (see the module docstring).
 
     ``identifiers`` are the values the caller names (the person's id, names, handles); they
-    are matched case-insensitively as whole words, any run of whitespace inside one matching
-    any other. Not thread-safe: one redactor per model call.
+    are matched as whole words in the folded view of the text (any case, any Unicode form,
+    any apostrophe or hyphen), any run of whitespace inside one matching any other. Not
+    thread-safe: one redactor per model call.
     """
 
     __slots__ = ("_counters", "_identifiers", "_keys", "_numbers", "_reserved", "_values")
@@ -239,14 +427,12 @@ class Redactor:
         Placeholder-shaped text already in any of them is never issued, so restoring the
         answer cannot turn such text into a value."""
         for text in texts:
-            self._check(text)
-            self._reserved.update(match.group() for match in _PLACEHOLDER.finditer(text))
+            self._reserve(text)
         return [self.redact(text) for text in texts]
 
     def redact(self, text: str) -> str:
         """``text`` with every value it finds replaced by its placeholder."""
-        self._check(text)
-        self._reserved.update(match.group() for match in _PLACEHOLDER.finditer(text))
+        self._reserve(text)
         spans = self._spans(text)
         if not spans:
             return text
@@ -279,29 +465,29 @@ class Redactor:
 
     # -- inside ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _check(text: object) -> None:
+    def _reserve(self, text: object) -> None:
+        """Refuse what is not text; note the placeholder-shaped text in it (written in
+        full-width forms too, which a model may answer in plain ones)."""
         if not isinstance(text, str):
             raise InvalidInputError("The redactor takes text (str) only.")
+        self._reserved.update(match.group() for match in _PLACEHOLDER.finditer(_narrow(text)))
 
     def _spans(self, text: str) -> list[_Span]:
         spans: list[_Span] = []
-        if "@" in text:
+        view = _narrow(text)  # one character for one: its spans are the original's
+        if "@" in view:
             spans.extend(
-                (m.start(), m.end(), "email", m.group().casefold()) for m in _EMAIL.finditer(text)
+                (m.start(), m.end(), "email", m.group().casefold()) for m in _EMAIL.finditer(view)
             )
-        if any(char.isdigit() for char in text):
-            spans.extend(_iban_spans(text))
-            for match in _CARD.finditer(text):
-                digits = re.sub(r"\D", "", match.group())
+        if _DIGIT.search(view):
+            spans.extend(_iban_spans(view))
+            for match in _CARD.finditer(view):
+                digits = _NOT_DIGIT.sub("", match.group())
                 if _luhn(digits):
                     spans.append((match.start(), match.end(), "card", digits))
-            spans.extend(_phone_spans(text))
+            spans.extend(_phone_spans(view))
         if self._identifiers is not None:
-            spans.extend(
-                (m.start(), m.end(), "id", " ".join(m.group().casefold().split()))
-                for m in self._identifiers.finditer(text)
-            )
+            spans.extend(_identifier_spans(self._identifiers, text))
         return _choose(spans) if spans else spans
 
     def _placeholder(self, category: str, key: str, value: str) -> str:

@@ -10,20 +10,38 @@ record of the driver (every driver has them)::
 ``token`` is the person's blind index (a keyed HMAC) of the JSON-quoted parts ``["working",
 agent, session token or null, key]``, so the driver sees neither the key's name, the agent,
 the session nor the value: only how many values a person has, their padded size and when
-they change. The value is sealed under the person's key with associated data binding tenant,
-app and the record key (a value moved to another key does not open), padded like a memory
-(:func:`~mainsdk_memory._sealing.pad`). A ``set`` is one ``control_put`` of that record,
-which replaces it atomically: concurrent sets of one key leave exactly one of the values.
+they change. The record's value, byte by byte (the episodic ledger's layout)::
+
+    0      1 byte    layout version, 0x01
+    1      4 bytes   n, big-endian: the length of the header envelope
+    5      n bytes   the retention header, ``{"labels": [...], "recorded_at": "..."}`` padded,
+                     sealed under the tenant's key (a retention sweep knows no person's id,
+                     so it cannot open their key); ``labels`` is ``["child"]`` for a value
+                     about a child, else empty
+    5+n    …         the value's document, ``{"agent", "session", "key", "value", "labels",
+                     "updated_at"}`` padded, sealed under the person's key
+
+Both envelopes are bound (associated data) to tenant, app and the record key, so a value
+moved to another key does not open. A ``set`` is one ``control_put`` of that record, which
+replaces it atomically: concurrent sets of one key leave exactly one of the values.
+
+Retention: a value about a child (set while the person is under a guardian policy) expires
+its ``child`` retention (at most 90 days) after it was last set, by the store's clock: ``get``
+and ``list`` never return it, a fork never copies it, and ``Memory.enforce_retention`` deletes
+it (:func:`sweep_expired_working`, from the header). A value about an adult has no retention.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final, TypeAlias, cast
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
+from mainsdk_memory import _validate as validate
 from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import (
@@ -37,12 +55,16 @@ from mainsdk_memory._walls import check_injection, check_write
 from mainsdk_memory.drivers import TENANT_SUBJECT
 from mainsdk_memory.keys import SubjectKeys, associated_data
 
+if TYPE_CHECKING:
+    from mainsdk_memory._services import Services
+
 __all__ = [
     "JSON",
     "MAX_KEY_CHARS",
     "MAX_VALUE_BYTES",
     "PERSON_RECORD_BYTES",
     "WORKING_PREFIX",
+    "Journal",
     "WorkingMemory",
     "begin",
     "copy_working",
@@ -50,6 +72,8 @@ __all__ = [
     "export_working",
     "listed",
     "require_person_records",
+    "sweep_expired_working",
+    "undo_working",
 ]
 
 JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
@@ -64,6 +88,11 @@ MAX_KEY_CHARS: Final = 200
 MAX_VALUE_BYTES: Final = 32 * 1024
 #: The deepest nesting of lists and objects in a value.
 MAX_DEPTH: Final = 32
+_LAYOUT: Final = b"\x01"
+
+Journal: TypeAlias = "list[tuple[str, bytes | None, bytes]]"
+"""What :func:`copy_working` wrote, for :func:`undo_working`: per record, its key, what it
+held before (``None``: nothing) and what the copy wrote."""
 
 
 # -- shared by working memory and the episodic ledger -------------------------------------
@@ -115,8 +144,9 @@ def child_write(caller: Caller) -> bool:
 # -- the records ---------------------------------------------------------------------------
 
 
-def _ad(caller: Caller, key: str) -> bytes:
-    return associated_data("mainsdk-memory/v1/working", caller.tenant, caller.app, key)
+def _ad(tenant_id: str, app: str, part: str, key: str) -> bytes:
+    name = "mainsdk-memory/v1/working" if part == "entry" else f"mainsdk-memory/v1/working-{part}"
+    return associated_data(name, tenant_id, app, key)
 
 
 def _record_key(caller: Caller, keys: SubjectKeys, name: str, *, session: bool) -> str:
@@ -126,25 +156,80 @@ def _record_key(caller: Caller, keys: SubjectKeys, name: str, *, session: bool) 
     return f"{WORKING_PREFIX}{caller.pseudonym()}/{keys.blind(bound)}"
 
 
-def _seal(caller: Caller, keys: SubjectKeys, key: str, document: dict[str, Any]) -> bytes:
+def _sealed_json(keys: SubjectKeys, document: dict[str, Any], ad: bytes) -> bytes:
     from mainsdk_memory._sealing import pad  # _sealing imports the caller's services
 
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return keys.seal(pad(text.encode("utf-8")), _ad(caller, key))
+    return keys.seal(pad(text.encode("utf-8")), ad)
 
 
-def _open(caller: Caller, keys: SubjectKeys, key: str, sealed: bytes) -> dict[str, Any] | None:
+def _opened_json(keys: SubjectKeys, sealed: bytes, ad: bytes) -> dict[str, Any] | None:
     try:
-        document = json.loads(keys.open(sealed, _ad(caller, key)))
+        document = json.loads(keys.open(sealed, ad))
     except (SealError, ValueError, UnicodeError):
         return None  # moved, edited, or sealed under a destroyed key: not a value
-    if not isinstance(document, dict) or not isinstance(document.get("key"), str):
+    return cast(dict[str, Any], document) if isinstance(document, dict) else None
+
+
+def _split(value: bytes) -> tuple[bytes, bytes] | None:
+    """The header and document envelopes of a record's value (``None``: not this layout)."""
+    if len(value) < 5 or value[:1] != _LAYOUT:
         return None
-    return cast(dict[str, Any], document)
+    size = int.from_bytes(value[1:5], "big")
+    if len(value) < 5 + size:
+        return None
+    return value[5 : 5 + size], value[5 + size :]
+
+
+def _value(caller: Caller, keys: SubjectKeys, key: str, document: dict[str, Any]) -> bytes:
+    """The record value of ``document`` under ``key``: the retention header (tenant's key)
+    and the document (the person's key)."""
+    tenant_keys = caller.services.subject_keys(caller.tenant, TENANT_SUBJECT, create=True)
+    assert tenant_keys is not None  # noqa: S101 - create=True always returns keys
+    header = _sealed_json(
+        tenant_keys,
+        {"labels": document["labels"], "recorded_at": document["updated_at"]},
+        _ad(caller.tenant, caller.app, "header", key),
+    )
+    entry = _sealed_json(keys, document, _ad(caller.tenant, caller.app, "entry", key))
+    return _LAYOUT + len(header).to_bytes(4, "big") + header + entry
+
+
+def _open(caller: Caller, keys: SubjectKeys, key: str, value: bytes) -> dict[str, Any] | None:
+    parts = _split(value)
+    if parts is None:
+        return None
+    document = _opened_json(keys, parts[1], _ad(caller.tenant, caller.app, "entry", key))
+    if document is None or not isinstance(document.get("key"), str):
+        return None
+    return document
+
+
+def _when(text: object) -> datetime | None:
+    try:
+        return validate.aware(datetime.fromisoformat(str(text)), "at")
+    except (ValueError, InvalidInputError):
+        return None
+
+
+def _expired(
+    labels: object, recorded: datetime | None, cutoffs: Sequence[tuple[str, datetime]]
+) -> bool:
+    """Whether a value of ``labels`` last set at ``recorded`` outlived a retention (a value
+    about an adult has no labels, so no retention)."""
+    if recorded is None or not isinstance(labels, list):
+        return False
+    return any(label in labels and recorded < cutoff for label, cutoff in cutoffs)
+
+
+def _live(document: dict[str, Any], cutoffs: Sequence[tuple[str, datetime]]) -> bool:
+    """Whether ``document`` is within its retention (a child's: at most 90 days)."""
+    return not _expired(document.get("labels"), _when(document.get("updated_at")), cutoffs)
 
 
 def _documents(caller: Caller, keys: SubjectKeys) -> Iterator[dict[str, Any]]:
-    """Every working-memory document about the person that opens, any agent's."""
+    """Every working-memory document about the person that opens, any agent's (expired
+    ones not yet swept included)."""
     for key, sealed in listed(caller, f"{WORKING_PREFIX}{caller.pseudonym()}/"):
         document = _open(caller, keys, key, sealed)
         if document is not None:
@@ -299,16 +384,21 @@ class WorkingMemory:
                 "session": caller.session if session else None,
                 "key": name,
                 "value": plain,
+                # A child's value expires its retention after it was last set.
+                "labels": [validate.CHILD_LABEL] if child else [],
                 "updated_at": services.now().isoformat(),
             }
-            # At most 32 KiB of value, 200 characters of key and two names of 128: the
-            # sealed record stays well under PERSON_RECORD_BYTES.
-            sealed = _seal(caller, keys, record, document)
+            # At most 32 KiB of value, 200 characters of key and two names of 128, and a
+            # header of a few hundred bytes: the record stays well under PERSON_RECORD_BYTES.
+            sealed = _value(caller, keys, record, document)
             services.driver.control_put(caller.tenant, caller.app, record, sealed)
             note.count = 1
 
     def get(self, key: str, default: JSON = None) -> JSON:
-        """The value of ``key`` (this session's, else the person-wide one), or ``default``."""
+        """The value of ``key`` (this session's, else the person-wide one), or ``default``.
+
+        A value about a child that was last set longer ago than the ``child`` retention (at
+        most 90 days) is never returned: it is as if deleted."""
         caller = self._caller
         with begin(caller, "working-get") as note:
             require_person_records(caller)
@@ -319,18 +409,19 @@ class WorkingMemory:
             if keys is None:
                 return default
             driver = caller.services.driver
+            cutoffs = caller.services.retention_cutoffs()
             for session in (True, False) if caller.session is not None else (False,):
                 record = _record_key(caller, keys, name, session=session)
                 sealed = driver.control_get(caller.tenant, caller.app, record)
                 document = None if sealed is None else _open(caller, keys, record, sealed)
-                if document is not None:
+                if document is not None and _live(document, cutoffs):
                     note.count = 1
                     return cast(JSON, document.get("value"))
             return default
 
     def list(self) -> dict[str, JSON]:
         """Every value this handle sees, by key name (sorted): the person-wide ones, each
-        shadowed by this session's value of the same key."""
+        shadowed by this session's value of the same key (a child's expired ones never)."""
         caller = self._caller
         with begin(caller, "working-list") as note:
             require_person_records(caller)
@@ -339,8 +430,9 @@ class WorkingMemory:
             wide: dict[str, JSON] = {}
             mine: dict[str, JSON] = {}
             if keys is not None:
+                cutoffs = caller.services.retention_cutoffs()
                 for document in _documents(caller, keys):
-                    if _own(caller, document):
+                    if _own(caller, document) and _live(document, cutoffs):
                         into = wide if document.get("session") is None else mine
                         into[str(document["key"])] = cast(JSON, document.get("value"))
             values = {**wide, **mine}
@@ -349,7 +441,8 @@ class WorkingMemory:
 
     def delete(self, key: str, *, session_only: bool = False) -> bool:
         """Delete the person-wide value of ``key`` (with ``session_only``: this session's);
-        whether there was one. The record is removed for good."""
+        whether there was one (a child's expired value is deleted too, but was not there). The
+        record is removed for good."""
         caller = self._caller
         with begin(caller, "working-delete") as note:
             require_person_records(caller)
@@ -362,54 +455,93 @@ class WorkingMemory:
                 return False
             driver = caller.services.driver
             record = _record_key(caller, keys, name, session=session)
-            if driver.control_get(caller.tenant, caller.app, record) is None:
+            sealed = driver.control_get(caller.tenant, caller.app, record)
+            if sealed is None:
                 return False
+            document = _open(caller, keys, record, sealed)
             driver.control_put(caller.tenant, caller.app, record, None)
-            note.count = 1
-            return True
+            there = document is not None and _live(document, caller.services.retention_cutoffs())
+            note.count = int(there)
+            return there
 
 
 # -- fork, export and erase ----------------------------------------------------------------
 
 
-def copy_working(source: Caller, target: Caller) -> int:
+def copy_working(
+    source: Caller, target: Caller, journal: Journal, *, child: bool = False
+) -> tuple[int, int]:
     """Copy every working-memory value ``source``'s agent holds about the person to
-    ``target``'s agent; the number of values written.
+    ``target``'s agent; ``(copied, left)``: the values written, and the session-only values
+    left out.
 
-    Person-wide values stay person-wide; values of ``source``'s session become values of
-    ``target``'s session when it has one, else person-wide (overriding a person-wide value
-    of the same key, as they shadowed it for ``source``). Both callers must act for the same
-    person in the same tenant; the caller (fork) runs the walls and audits.
+    Person-wide values stay person-wide. Values of ``source``'s session are copied only into
+    ``target``'s session: with no target session they are left out (and counted), never made
+    person-wide, as a fork leaves session-only memories out. A child's value past its
+    retention is not copied. A copy keeps its original's labels (``child`` added when
+    ``child``) and the time it was last set, so a copy never extends a child's retention. A
+    value ``target``'s agent already held under a copied key is replaced.
+
+    Before each write, ``journal`` gets the record's key, what it held and what is written,
+    so :func:`undo_working` can take the copy back even when a write fails midway. Both
+    callers must act for the same person in the same tenant; the caller (fork) runs the walls
+    and audits.
     """
     if (source.tenant, source.person) != (target.tenant, target.person):
         raise ScopeError("Working memory is copied between agents of one person and tenant.")
     require_person_records(source)
     keys = person_keys(source, create=False)
     if keys is None:
-        return 0
-    documents = [document for document in _documents(source, keys) if _own(source, document)]
-    # Person-wide first: a session value written after it wins the same key.
+        return 0, 0
+    cutoffs = source.services.retention_cutoffs()
+    documents = [
+        document
+        for document in _documents(source, keys)
+        if _own(source, document) and _live(document, cutoffs)
+    ]
     documents.sort(key=lambda document: (document.get("session") is not None, document["key"]))
     driver = target.services.driver
-    now = target.services.now().isoformat()
+    copied = left = 0
     for document in documents:
-        session = document.get("session") is not None and target.session is not None
+        session = document.get("session") is not None
+        if session and target.session is None:
+            left += 1  # session-only: it stays in one session, and the fork has none
+            continue
         record = _record_key(target, keys, str(document["key"]), session=session)
-        copied = {
+        labels = [str(one) for one in document.get("labels") or ()]
+        if child and validate.CHILD_LABEL not in labels:
+            labels.append(validate.CHILD_LABEL)
+        copy = {
             "agent": target.agent,
             "session": target.session if session else None,
             "key": document["key"],
             "value": document.get("value"),
-            "updated_at": now,
+            "labels": labels,
+            "updated_at": document.get("updated_at"),
         }
-        driver.control_put(target.tenant, target.app, record, _seal(target, keys, record, copied))
-    return len(documents)
+        value = _value(target, keys, record, copy)
+        journal.append((record, driver.control_get(target.tenant, target.app, record), value))
+        driver.control_put(target.tenant, target.app, record, value)
+        copied += 1
+    return copied, left
+
+
+def undo_working(target: Caller, journal: Journal) -> None:
+    """Take back what :func:`copy_working` wrote, newest first: each record that still holds
+    the copy gets back what it held before (or is deleted); one changed since is left as it
+    is. Best effort: a record that cannot be written now stays the new agent's value."""
+    driver = target.services.driver
+    for record, before, written in reversed(journal):
+        with contextlib.suppress(Exception):  # the fork's own error is what is raised
+            if driver.control_get(target.tenant, target.app, record) == written:
+                driver.control_put(target.tenant, target.app, record, before)
 
 
 def export_working(caller: Caller) -> list[dict[str, Any]]:
     """Every working-memory value about the caller's person, every agent's, for an export:
     ``agent``, ``session`` (a name, or ``None``: person-wide), ``key``, ``value``,
-    ``updated_at``; sorted by agent, session and key."""
+    ``updated_at``; sorted by agent, session and key. A child's expired values not yet swept
+    are included, as the ledger's are."""
     keys = person_keys(caller, create=False)
     if keys is None:
         return []
@@ -436,4 +568,29 @@ def erase_working(caller: Caller, pseudonym: str) -> list[str]:
     for key, _ in listed(caller, f"{WORKING_PREFIX}{pseudonym}/"):
         caller.services.driver.control_put(caller.tenant, caller.app, key, None)
         erased.append(key)
+    return erased
+
+
+def sweep_expired_working(services: Services, tenant_id: str) -> int:
+    """Delete every working-memory value of the tenant and app, any person's, whose labels'
+    retention ran out (a child's: at most 90 days after it was last set), read from the
+    header under the tenant's key; how many."""
+    if not services.driver.capabilities.person_records:
+        return 0
+    keys = services.subject_keys(tenant_id, TENANT_SUBJECT, create=False)
+    if keys is None:
+        return 0
+    cutoffs = services.retention_cutoffs()
+    driver, app = services.driver, services.app
+    erased = 0
+    for key, value in driver.control_list(tenant_id, app, WORKING_PREFIX):
+        parts = None if not key.startswith(WORKING_PREFIX) else _split(value)
+        header = None if parts is None else _opened_json(
+            keys, parts[0], _ad(tenant_id, app, "header", key)
+        )
+        if header is None:
+            continue  # not a value this key store can read: not ours to judge
+        if _expired(header.get("labels"), _when(header.get("recorded_at")), cutoffs):
+            driver.control_put(tenant_id, app, key, None)
+            erased += 1
     return erased

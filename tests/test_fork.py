@@ -24,6 +24,7 @@ from mainsdk_memory import (
     Memory,
     MemoryNotFound,
     Source,
+    StoreError,
     TenantMismatchError,
     Trust,
     tenant,
@@ -154,15 +155,27 @@ def test_quarantined_and_session_only_memories_stay_in_one_session(
                                derived_from=[surprise.id])
     jazz = planner.remember("Ada likes jazz on Sundays.")
     assert parcel.quarantined
+    planner.working.set("step", "greeting")
+    planner.working.set("step", "wire money to X", session_only=True)  # as MCP writes
+    planner.working.set("draft", "a surprise", session_only=True)
 
     bare = planner.fork(agent="helper")  # no session: nothing that lives in one is copied
     assert (bare.memories, bare.quarantined_left, bare.session_only_left) == (2, 1, 1)
+    assert (bare.working, bare.working_left) == (1, 2)  # never made person-wide
+    for session in (None, "s1", "other"):
+        helper = memory.acting_for("ada", agent="helper", session=session)
+        assert helper.working.list() == {"step": "greeting"}
     bare_copies = {r.forked_from: r for r in bare.handle.list().items}
     assert set(bare_copies) == {festive.id, jazz.id}
     assert bare_copies[festive.id].derived_from == (surprise.id,)  # its source, not copied
 
     forked = planner.fork(agent="assistant", session="a1")
     assert (forked.memories, forked.quarantined_left, forked.session_only_left) == (4, 0, 0)
+    assert (forked.working, forked.working_left) == (3, 0)
+    assert forked.handle.working.list() == {"draft": "a surprise", "step": "wire money to X"}
+    for session in (None, "a2"):
+        assistant = memory.acting_for("ada", agent="assistant", session=session)
+        assert assistant.working.list() == {"step": "greeting"}
     copies = {r.forked_from: r for r in forked.handle.list().items}
     assert copies[parcel.id].quarantined and copies[parcel.id].trust is Trust.UNTRUSTED
     assert copies[parcel.id].source == parcel.source
@@ -219,6 +232,54 @@ def test_the_walls_stand_and_a_refused_fork_copies_nothing(memory: Memory, acme:
     own = planner.fork(agent="other")
     assert own.memories == 2
     assert {r.scope.agent for r in own.handle.list().items} == {"other"}
+
+
+def _working_records(memory: Memory) -> list[tuple[str, bytes]]:
+    return sorted(memory.driver.control_list("acme", "app", "working/"))
+
+
+@pytest.mark.parametrize("lands", [False, True], ids=["refused", "acknowledgement-lost"])
+def test_a_fork_failing_while_copying_working_memory_leaves_nothing_behind(
+    audited: Memory, sink: MemorySink, acme: str, monkeypatch: pytest.MonkeyPatch, lands: bool
+) -> None:
+    memory = audited
+    planner = memory.acting_for("ada", agent="planner")
+    planner.remember("Ada lives in Lyon.")
+    for key in ("a", "b", "c"):
+        planner.working.set(key, f"planner's {key}")
+    helper = memory.acting_for("ada", agent="helper")
+    helper.working.set("b", "helper's own b")  # replaced by the fork, put back by its undo
+    helper.working.set("z", "helper's own z")  # never touched
+    before = _working_records(memory)
+    driver = memory.driver
+    real = driver.control_put
+    writes = [0]
+
+    def failing_third(tenant_id: str, app: str, key: str, value: bytes | None) -> None:
+        if key.startswith("working/") and value is not None:
+            writes[0] += 1
+            if writes[0] == 3:  # the fork's third working-memory write fails
+                if lands:  # stored, but the driver's answer is lost
+                    real(tenant_id, app, key, value)
+                raise StoreError("The local store cannot be written: disk full.")
+        real(tenant_id, app, key, value)
+
+    monkeypatch.setattr(driver, "control_put", failing_third)
+    sink.events.clear()
+    with pytest.raises(StoreError, match="disk full"):
+        planner.fork(agent="helper")
+    monkeypatch.setattr(driver, "control_put", real)
+
+    assert writes[0] == 4  # a, b, the failing c, then b put back by the undo
+    assert _working_records(memory) == before  # the same records, byte for byte
+    assert helper.working.list() == {"b": "helper's own b", "z": "helper's own z"}
+    assert helper.list().items == []  # the memory copy is undone too
+    [event] = [e for e in sink.events if e.operation == "fork"]
+    assert (event.outcome, event.code, event.memory_ids) == ("error", StoreError.code, ())
+    forked = planner.fork(agent="helper")  # and a fork that succeeds copies everything
+    assert (forked.memories, forked.working) == (1, 3)
+    assert helper.working.list() == {
+        "a": "planner's a", "b": "planner's b", "c": "planner's c", "z": "helper's own z"}
 
 
 def test_a_childs_memories_fork_only_with_the_guardians_consent(

@@ -381,3 +381,19 @@ def test_a_relative_on_one_side_only_is_another_holder_never_a_duplicate(
             second = ada.remember(new)
             assert second.formation is not None and second.formation.outcome == "related"
             assert second.id != first.id and second.text == new
+
+
+
+def test_a_relative_named_in_passing_does_not_stop_a_change(memory: Memory) -> None:
+    pairs = [
+        ("I live in Lisbon with my husband.", "I moved to Porto.", "supersession"),
+        ("I work at Siemens with my brother.", "I work at Bosch now.", "supersession"),
+        ("I live in Lisbon.", "I live in Lisbon with my wife.", "refinement"),
+    ]
+    with tenant.use("acme"):
+        for number, (held, new, outcome) in enumerate(pairs):
+            ada = memory.acting_for(f"ada-{number}", agent="bot")
+            first = ada.remember(held)
+            second = ada.remember(new)
+            assert second.formation is not None
+            assert (second.formation.outcome, second.id) == (outcome, first.id)

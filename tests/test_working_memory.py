@@ -13,6 +13,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ from mainsdk_memory import (
     tenant,
 )
 from mainsdk_memory._scoped import caller_of
-from mainsdk_memory._working import copy_working
+from mainsdk_memory._working import Journal, copy_working, undo_working
 from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.drivers.local import LocalDriver
 from mainsdk_memory.keys import KeyStore
@@ -292,18 +293,76 @@ def test_copy_working_gives_another_agent_an_independent_copy(acme_memory: Memor
     source.working.set("b", {"x": [2]}, session_only=True)
     memory.acting_for("ada", agent="bot", session="s9").working.set("c", 9, session_only=True)
     into_session = memory.acting_for("ada", agent="fork", session="f1")
-    assert copy_working(caller_of(source), caller_of(into_session)) == 3
+    journal: Journal = []
+    assert copy_working(caller_of(source), caller_of(into_session), journal) == (3, 0)
+    assert len(journal) == 3 and all(before is None for _, before, _ in journal)
     assert into_session.working.list() == {"a": 3, "b": {"x": [2]}}
     assert memory.acting_for("ada", agent="fork").working.list() == {"a": 1}  # f1's stay in f1
+    assert memory.acting_for("ada", agent="fork", session="f2").working.list() == {"a": 1}
+    # With no session, the session's values are left out: never made person-wide.
     person_wide = memory.acting_for("ada", agent="fork2")
-    assert copy_working(caller_of(source), caller_of(person_wide)) == 3
-    assert person_wide.working.list() == {"a": 3, "b": {"x": [2]}}
+    assert copy_working(caller_of(source), caller_of(person_wide), []) == (1, 2)
+    assert person_wide.working.list() == {"a": 1}
+    assert memory.acting_for("ada", agent="fork2", session="s1").working.list() == {"a": 1}
     source.working.set("b", "changed", session_only=True)
     into_session.working.set("a", "mine")
     assert into_session.working.get("b") == {"x": [2]}
     assert source.working.get("a") == 3
+    # Undone: each record the copy wrote gets back what it held, unless it changed since.
+    undo_working(caller_of(into_session), journal)
+    assert into_session.working.list() == {"a": "mine"}
+    assert memory.acting_for("ada", agent="fork").working.list() == {"a": "mine"}
     with pytest.raises(ScopeError):
-        copy_working(caller_of(source), caller_of(memory.acting_for("bob", agent="fork")))
+        copy_working(caller_of(source), caller_of(memory.acting_for("bob", agent="fork")), [])
+
+
+def test_a_childs_values_expire_after_90_days_and_the_sweep_deletes_them(
+    store_url: str, keys_path: Path, sink: MemorySink
+) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    with (
+        Memory.open(store_url, keys=keys_path, app="app", clock=lambda: now[0], audit=sink,
+                    retention={"personal": timedelta(days=30)}) as memory,
+        tenant.use("acme"),
+    ):  # fmt: skip
+        memory.privacy.set_guardian("tim", guardian="ana")
+        memory.privacy.record_consent("tim", guardian="ana")
+        tutor = memory.acting_for("tim", agent="tutor", session="lesson-1")
+        tutor.working.set("allergy", "nuts; class 3B")
+        tutor.working.set("level", 2)
+        tutor.working.set("level", 3, session_only=True)
+        tutor.working.set("stale", "old")
+        adult = memory.acting_for("ada", agent="tutor")
+        adult.working.set("topic", "refunds")  # an adult's value has no retention at all
+        now[0] += timedelta(days=60)
+        tutor.working.set("allergy", "nuts; class 3C")  # set again: counts from now
+        helper = tutor.fork(agent="helper", session="h1").handle  # copies keep their times
+        assert helper.working.list() == {"allergy": "nuts; class 3C", "level": 3, "stale": "old"}
+        now[0] += timedelta(days=31)  # 91 days after the first sets
+        assert tutor.working.list() == {"allergy": "nuts; class 3C"}
+        assert tutor.working.get("level") is None and tutor.working.get("stale", 0) == 0
+        assert helper.working.list() == {"allergy": "nuts; class 3C"}
+        assert adult.working.list() == {"topic": "refunds"}
+        assert tutor.working.delete("stale") is False  # not there, though its bytes were
+        records = len(_records(memory, "tim"))
+        sink.events.clear()
+
+        assert memory.enforce_retention() == []  # no receipt, counted in the audit event
+        [event] = [e for e in sink.events if e.operation == "retention"]
+        assert dict(event.extra)["working"] == str(records - 2)  # every expired one, any agent's
+        assert len(_records(memory, "tim")) == 2
+        assert memory.privacy.export("tim")["working_memory"] == [
+            {"agent": "helper", "session": None, "key": "allergy", "value": "nuts; class 3C",
+             "updated_at": "2026-03-02T00:00:00+00:00"},
+            {"agent": "tutor", "session": None, "key": "allergy", "value": "nuts; class 3C",
+             "updated_at": "2026-03-02T00:00:00+00:00"},
+        ]  # fmt: skip
+        assert adult.working.get("topic") == "refunds"
+        assert memory.enforce_retention() == [] and len(_records(memory, "tim")) == 2
+        now[0] += timedelta(days=60)
+        memory.enforce_retention()
+        assert _records(memory, "tim") == []
+        assert adult.working.list() == {"topic": "refunds"}
 
 
 class _NoPersonRecords(LocalDriver):
