@@ -308,7 +308,12 @@ def _read_all(caller: Caller) -> tuple[list[_Evidence], list[MemoryRecord], int]
             left_out += 1
         else:
             evidence.append(_Evidence(record, row))
-    return evidence, insights, left_out
+    # A fork's copy is the same evidence as the memory it was copied from: where both are
+    # seen (the person's handle, a grant to read all), only the original counts, so a copy
+    # is never merged into or counted beside its original.
+    seen = {one.id for one in evidence}
+    copies = [one for one in evidence if one.record.forked_from in seen]
+    return [one for one in evidence if one not in copies], insights, left_out + len(copies)
 
 
 def _pairs(
@@ -420,8 +425,16 @@ def _merges(
 
 
 def _mergeable(survivor: _Evidence, other: _Evidence) -> bool:
+    """Whether ``other`` may be merged into ``survivor``: same kind, trust and data, and
+    the same owner (a merge retracts the absorbed memory: one agent's is never retracted
+    into another's, whose handle may be independent of it, a fork's)."""
     one, two = survivor.record, other.record
-    return one.kind is two.kind and one.trust is two.trust and one.data == two.data
+    return (
+        one.kind is two.kind
+        and one.trust is two.trust
+        and one.data == two.data
+        and one.scope.agent == two.scope.agent
+    )
 
 
 def _groups(

@@ -157,6 +157,8 @@ _DATE: Final = re.compile(
 # phone number with a trunk 0, "044.123.45.67", is not one.)
 _OCTET: Final = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4: Final = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+# Dotted groups of digits, as version numbers are written.
+_VERSION: Final = re.compile(r"\d+(?:\.\d+)+")
 # North American numbers: area code and exchange start with 2-9.
 _NANP: Final = re.compile(r"1?[2-9]\d{2}[2-9]\d{6}")
 _NANP_SHAPES: Final = frozenset({(10,), (3, 3, 4), (1, 3, 3, 4), (11,)})
@@ -180,6 +182,8 @@ def _is_phone(candidate: str, sizes: tuple[int, ...], digits: str) -> bool:
         return True  # an Indian mobile number: 98765 43210
     if sizes == (3, 4) and candidate[3] == "-" and digits[0] in "23456789":
         return True  # a local number: 555-2671
+    if 1 in sizes and _VERSION.fullmatch(candidate):
+        return False  # a version or build number: 10.0.19041.1
     thousands = len(sizes) >= 2 and sizes[0] <= 3 and all(size == 3 for size in sizes[1:])
     return 9 <= len(digits) <= 12 and len(sizes) >= 3 and not thousands
 

@@ -169,16 +169,20 @@ def test_a_preference_said_in_three_sessions_becomes_one_insight(
 def test_near_duplicates_merge_into_the_older(memory: Memory) -> None:
     ada = memory.person("ada")
     said = ada.remember("Ada is allergic to penicillin.")  # confirmed: another trust
-    # Two agents that each see only their own memories wrote the same fact.
-    first = memory.acting_for("ada", agent="a1").remember("Ada is allergic to penicillin.")
-    second = memory.acting_for("ada", agent="a2").remember("Ada is allergic to penicillin.")
+    # One agent wrote the same fact twice (formation off); another agent wrote it too.
+    a1 = memory.acting_for("ada", agent="a1")
+    first = a1.remember("Ada is allergic to penicillin.")
+    second = a1.remember("Ada is allergic to penicillin.", formation=False)
+    other = memory.acting_for("ada", agent="a2").remember("Ada is allergic to penicillin.")
     oat = ada.remember("Ada drinks oat milk.")
     oat_again = ada.remember("Ada drinks oat milk.", formation=False)
     memory.grant("tidy", read="all")
     tidy = memory.acting_for("ada", agent="tidy").consolidate()
-    # The agent merges the inferred pair, and leaves the confirmed one to the person: its
-    # merge would make the person's words the agent's.
+    # The agent merges the inferred pair of one owner, and leaves the confirmed one to the
+    # person: its merge would make the person's words the agent's. a2's copy of the fact is
+    # a2's: merging it would retract it from an agent that sees only its own memories.
     assert (tidy.merged, tidy.merge_ids, tidy.left_for_person) == (1, (first.id,), 1)
+    assert memory.acting_for("ada", agent="a2").get(other.id).status == "active"
     with pytest.raises(MemoryNotFound):
         ada.get(second.id)
     assert ada.history(second.id)[-1].status == "retracted"
@@ -259,8 +263,9 @@ def test_an_interrupted_run_resumes(memory: Memory) -> None:
     bot = memory.acting_for("ada", agent="bot")
     for text, month in MIGRAINES:
         bot.remember(text, kind="event", valid_from=_month(month))
-    first = memory.acting_for("ada", agent="a1").remember("Ada is allergic to penicillin.")
-    second = memory.acting_for("ada", agent="a2").remember("Ada is allergic to penicillin.")
+    a1 = memory.acting_for("ada", agent="a1")
+    first = a1.remember("Ada is allergic to penicillin.")
+    second = a1.remember("Ada is allergic to penicillin.", formation=False)
     ada = memory.person("ada")
 
     def stop(done: int, total: int) -> None:
@@ -320,7 +325,7 @@ def test_the_cli_consolidates_the_people_named(
     with Memory.open(store_url, keys=keys_path, app="app") as memory:
         _aisle(memory)
         memory.acting_for("bob", agent="a1").remember("Bob is a nurse.")
-        memory.acting_for("bob", agent="a2").remember("Bob is a nurse.")
+        memory.acting_for("bob", agent="a1").remember("Bob is a nurse.", formation=False)
     people = tmp_path / "people.txt"
     people.write_text("bob\n", encoding="utf-8")
     command = ["consolidate", "--store", store_url, "--keys", str(keys_path), "--app", "app",
@@ -346,3 +351,16 @@ def test_consolidation_needs_relations(tmp_path: Path) -> None:
         with pytest.raises(MemoryCapabilityError) as refused:
             memory.person("ada").consolidate()
         assert refused.value.capability == "relations"
+
+
+def test_a_forks_copies_are_never_merged_into_or_counted_beside_their_originals(
+    memory: Memory,
+) -> None:
+    bot = memory.acting_for("ada", agent="bot")
+    kept = [bot.remember("Ada is allergic to penicillin."), bot.remember("Ada lives in Lyon.")]
+    forked = bot.fork(agent="helper")
+    report = memory.person("ada").consolidate()
+    assert (report.merged, report.insights) == (0, 0)
+    assert {record.id for record in bot.list(limit=10).items} == {one.id for one in kept}
+    helper = [record for record in forked.handle.list(limit=10).items]
+    assert len(helper) == 2 and all(record.status == "active" for record in helper)

@@ -3,10 +3,13 @@ address, the redactor, and the port's walls on every driver. No test uses the in
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+import time
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,7 +31,7 @@ from mainsdk_memory import (
 )
 from mainsdk_memory._errors import ModelNotAllowedError
 from mainsdk_memory._modelport import available, complete
-from mainsdk_memory._redaction import Redactor
+from mainsdk_memory._redaction import _COMPOSE_WITH_PREVIOUS, Redactor
 from mainsdk_memory._scoped import caller_of
 from mainsdk_memory.ai import Model, ModelError, OpenAICompatible
 from mainsdk_memory.audit import AuditEvent, MemorySink
@@ -212,6 +215,16 @@ def test_the_redactor_replaces_each_kind_of_identifier(text: str, placeholder: s
         "card 4111 1111 1111 1112",  # fails Luhn
         "DE89 3704 0044 0532 0130 02",  # fails mod-97
         "write to ada at example dot com", "version 3.11.4", "ISO 8601", "ref A-1234567",
+        # the same after a label written without a space, where a phone number is now found
+        "Date:2024-01-15", "DOB:1990.05.17", "Born:17/05/1990", "Time:10:30",
+        "ts:2024-01-15T10:30:00.123456Z", "updated 2024-01-15T10:30:00+01:00", "Year:2024",
+        "Years:1990-2000", "in 1990\u20132000", "at 10:30\u201311:45", "Price:$1,234.56",
+        "Total:1.234.567", "Amount:1,234,567.89", "Pay:12\u00a0000\u00a0000 EUR",
+        "pi:3.14159265", "ratio:0.123456789", "coordinates 48.8566,2.3522", "Version:3.11.4",
+        "v.3.11.4", "build 10.0.19041.1", "Order:123456", "order no.123456", "Qty:1234567",
+        "ids:123-456-789", "size 1920x1080", "scored 98765 points",
+        "IP:192.168.1.1", "ip 172.16.254.1", "host/10.12.134.56", "10.0.0.1:8080",
+        "on \uff12\uff10\uff12\uff14-\uff10\uff11-\uff11\uff15",  # a full-width date
     ],
 )
 def test_the_redactor_leaves_dates_times_prices_and_short_numbers_alone(text: str) -> None:
@@ -254,6 +267,144 @@ def test_restoring_json_keeps_it_valid_whatever_the_value_holds() -> None:
     assert redactor.redact('I am Ada "Countess" \\ Lovelace.') == "I am [ID_1]."
     restored = redactor.restore_json(json.loads('{"facts": ["[ID_1] likes tea"], "n": 1}'))
     assert restored == {"facts": ['Ada "Countess" \\ Lovelace likes tea'], "n": 1}
+
+
+FULL_WIDTH = str.maketrans({chr(code): chr(code + 0xFEE0) for code in range(0x21, 0x7F)})
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        # a label written without a space before the number
+        ("tel:+14155552671", "tel:[PHONE_1]"), ("tel:+1-415-555-2671", "tel:[PHONE_1]"),
+        ('<a href="tel:+14155552671">call</a>', '<a href="tel:[PHONE_1]">call</a>'),
+        ("Phone:+44 7700 900123", "Phone:[PHONE_1]"), ("Phone:07700900123", "Phone:[PHONE_1]"),
+        ("mobile:4155552671", "mobile:[PHONE_1]"), ("Mobile:(415) 555-2671", "Mobile:[PHONE_1]"),
+        ("Contact: Ada,+44 7700 900123", "Contact: Ada,[PHONE_1]"),
+        ("Tel.+49 30 12345678", "Tel.[PHONE_1]"), ("Tel.:+49 30 12345678", "Tel.:[PHONE_1]"),
+        ("phone/+33 6 12 34 56 78", "phone/[PHONE_1]"),
+        # extensions, an Indian mobile number, a closing parenthesis
+        ("415-555-2671x12", "[PHONE_1]"), ("call 415-555-2671 x12.", "call [PHONE_1]."),
+        ("+1 415 555 2671 ext. 12, thanks", "[PHONE_1], thanks"),
+        ("+44 20 7946 0958 extension 7", "[PHONE_1]"),
+        ("my number is 98765 43210", "my number is [PHONE_1]"),
+        ("my number is 98765-43210", "my number is [PHONE_1]"),
+        ("(mobile 4155552671)", "(mobile [PHONE_1])"),
+        # full-width digits and letters, no-break and narrow spaces, Unicode hyphens
+        ("call +44 7700 900123".translate(FULL_WIDTH), "call".translate(FULL_WIDTH) + " [PHONE_1]"),
+        ("call +44\u00a07700\u202f900123", "call [PHONE_1]"),
+        ("call 415\u2011555\u20112671", "call [PHONE_1]"),
+        ("mail ada@example.com".translate(FULL_WIDTH), "mail".translate(FULL_WIDTH) + " [EMAIL_1]"),
+        ("pay 4111 1111 1111 1111".translate(FULL_WIDTH), "\uff50\uff41\uff59 [CARD_1]"),
+    ],
+)
+def test_the_whole_number_is_replaced_after_a_label_with_an_extension_in_any_width(
+    text: str, redacted: str
+) -> None:
+    redactor = Redactor()
+    assert redactor.redact(text) == redacted  # country code and extension included
+    assert redactor.total == 1
+    assert redactor.restore(redacted) == text
+
+
+def test_an_extension_is_part_of_the_value() -> None:
+    redactor = Redactor()
+    assert redactor.redact("415-555-2671, 415-555-2671 x12, (415) 555-2671 ext 12") == (
+        "[PHONE_1], [PHONE_2], [PHONE_2]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("identifier", "written"),
+    [
+        ("Siobhán O'Brien", "Siobhán O\u2019Brien"),  # what phones type
+        ("Siobhán O\u2019Brien", "SIOBHÁN O'BRIEN"),
+        ("Siobhán O'Brien", unicodedata.normalize("NFD", "Siobhán O'Brien")),
+        (unicodedata.normalize("NFD", "José"), "José"),
+        ("José", unicodedata.normalize("NFD", "JOSÉ")),
+        ("Jean-Luc", "Jean\u2011Luc"), ("Jean-Luc", "jean\u2013luc"),  # non-breaking, en dash
+        ("Ada Lovelace", "Ada\u00a0Lovelace"), ("Ada Lovelace", "Ada\u200b Lovelace"),
+        ("ada_l", "ADA_L".translate(FULL_WIDTH)), ("Ada", "A\u00adda"),  # a soft hyphen inside
+        ("Strauß", "STRAUSS"), ("Ὀδυσσεύς", "ὈΔΥΣΣΕΎΣ"),  # case folding, not lower()
+        ("김민준", unicodedata.normalize("NFD", "김민준")),  # Hangul written as jamo
+    ],
+)
+def test_an_identifier_is_found_in_any_unicode_form_and_restored_byte_for_byte(
+    identifier: str, written: str
+) -> None:
+    redactor = Redactor([identifier])
+    text = f"Hi, I'm {written}. Bye."
+    redacted = redactor.redact(text)
+    assert redacted == "Hi, I'm [ID_1]. Bye."
+    assert redactor.restore(redacted).encode() == text.encode()
+
+
+def test_folding_keeps_identifiers_whole_words_and_one_placeholder_per_name() -> None:
+    redactor = Redactor(["Ada", "O'Brien"])
+    text = f"Ñada, N\u0303ada, Adam, {'ADAM'.translate(FULL_WIDTH)}, Adà and A\u0300da: other words"
+    assert redactor.redact(text) == text
+    ada = "ADA".translate(FULL_WIDTH)
+    first, second = redactor.redact_all(["O\u2019Brien wrote", f"then O'BRIEN and {ada}."])
+    assert (first, second) == ("[ID_1] wrote", "then [ID_1] and [ID_2].")
+    assert redactor.restore("[ID_1]/[ID_2]") == f"O\u2019Brien/{ada}"  # the first form seen
+    # Placeholder-shaped text in full-width forms is never issued either: a model may narrow it.
+    (template,) = redactor.redact_all(["[EMAIL_1]".translate(FULL_WIDTH) + " ada@example.com"])
+    assert template.endswith(" [EMAIL_2]")
+
+
+def test_the_clusters_folded_together_match_the_unicode_database() -> None:
+    composes = {chr(code) for code in range(0x1161, 0x1176)} | {
+        chr(code) for code in range(0x11A8, 0x11C3)
+    }  # Hangul vowels and finals: composed by rule, not listed in the database
+    for code in range(0x110000):
+        parts = unicodedata.decomposition(chr(code)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            first, second = (chr(int(part, 16)) for part in parts)
+            if unicodedata.combining(second) == 0 and (
+                unicodedata.normalize("NFC", first + second) == chr(code)
+            ):
+                composes.add(second)
+    assert composes == _COMPOSE_WITH_PREVIOUS
+
+
+ADVERSARIAL: dict[str, Callable[[int], str]] = {
+    "digits then a letter": lambda n: "1" * n + "x",
+    "digit groups": lambda n: "12 " * (n // 3),
+    "dashed digits": lambda n: "1-" * (n // 2),
+    "parentheses": lambda n: "(1)" * (n // 3),
+    "mixed separators": lambda n: "1 (2) 3 " * (n // 8),
+    "labels": lambda n: "a:1" * (n // 3),
+    "extensions": lambda n: "1x" * (n // 2),
+    "plus signs": lambda n: "+1 " * (n // 3),
+    "full-width digits, no-break spaces": lambda n: "\uff11\u00a0" * (n // 2),
+    "e-mail-like": lambda n: "a" * (n // 2) + "@" + "b." * (n // 4),
+    "iban-like": lambda n: "GB82 " + "A1 " * (n // 3),
+    "decomposed accents": lambda n: "e\u0301" * (n // 2),
+    "stacked marks": lambda n: "a" + "\u0301\u0316" * (n // 2),  # NFKC reorders these
+    "names": lambda n: "Ada Lovelac " * (n // 12),
+}
+
+
+@pytest.mark.parametrize("shape", ADVERSARIAL)
+def test_the_redactor_takes_linear_time_on_adversarial_input(shape: str) -> None:
+    make = ADVERSARIAL[shape]
+    redactor = Redactor(["Ada Lovelace", "José", "person-42"])
+
+    def fastest(text: str) -> float:  # the best of a few runs keeps scheduler noise out
+        runs = []
+        gc.disable()
+        try:
+            for _ in range(5):
+                start = time.perf_counter()
+                redactor.redact(text)
+                runs.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+        return min(runs)
+
+    small, large = fastest(make(6_000)), fastest(make(24_000))
+    # Four times the text: about four times the work; quadratic would be sixteen.
+    assert large < 8 * small + 0.002, (shape, small, large)
 
 
 @pytest.mark.parametrize("identifiers", ["person-42", [42], ["ok", None]])
