@@ -12,10 +12,12 @@ breaks (not after ``Dr.``, ``St.``, ``e.g.`` or an initial). Each sentence is cl
 fillers at its start (``oh, by the way,``, ``so,``, ``haha``, ``quick update:``, ``thanks,``)
 and end (``haha``, ``lol``, ``btw``, ``though``) are dropped, a lone ``i`` is written ``I``,
 the first letter is capitalised and a full stop added. The stored text is that sentence,
-with its relative dates resolved (:func:`mainsdk_memory._dates.resolve`: ``next Friday`` said
-on 2026-12-01 is written ``on 2026-12-11 (Friday)``); the date it names becomes the
-candidate's ``valid_from`` when it points back (``since March``, ``I moved last week``). A
-plan's date stays in the text only: a plan holds from when it is said.
+with its relative dates resolved (:func:`mainsdk_memory._dates.resolve`: the words stay as
+said and their date follows them, ``next Friday`` said on 2026-12-01 is written ``next
+Friday (2026-12-11)``, ``tomorrow`` ``tomorrow (2026-12-02, Wednesday)``); the date it names
+becomes the candidate's ``valid_from`` when it points back (``since March``, ``I moved last
+week``). A plan's date stays in the text only: a plan holds from when it is said. A
+yearless date of birth (``I was born on March 3rd``) stays as said, with no ``valid_from``.
 
 **User turns.** A sentence forms nothing when it is a question (``?``, or ``what``, ``can
 you`` ... first), a request to the assistant (``can you``, ``write me``, ``find`` ...), a
@@ -272,9 +274,13 @@ _SPACE_BEFORE_MARK: Final = re.compile(r"\s+([,.;:!?])")
 _REPEATED_END: Final = re.compile(r"([!?.])\1+$")
 
 
+#: What :func:`_finish` strips from the ends of a memory text.
+_ENDS: Final = " ,;:-\u2014\u2013"
+
+
 def _finish(text: str) -> str:
     """Capitalised, ending in a full stop unless it ends in ``. ! ?``."""
-    text = text.strip(" ,;:-\u2014\u2013")
+    text = text.strip(_ENDS)
     if not text:
         return text
     text = text[0].upper() + text[1:]
@@ -1685,6 +1691,8 @@ def extract(turns: Sequence[Turn], *, now: datetime) -> list[Candidate]:
             conversation.last_user = turn.index
         moment = turn.at if turn.at is not None else now
         for text, kind in found:
+            if len(text.strip(_ENDS)) > MAX_CANDIDATE_CHARS:
+                continue  # too long to keep, and resolving only lengthens it
             resolved = resolve(text, moment)
             written = _finish(resolved.text)
             key = written.casefold()

@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import json
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -343,7 +343,10 @@ class _Handle:
             data = validate.data(data)
             key_names = () if data is None else (fact_key(data) or ())  # checked here, early
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
-            sources = self._derived_sources(derived_from, subject)
+            sources, oldest, inherited = self._derived_sources(derived_from, subject)
+            checked_labels = _inherit_labels(
+                checked_labels, inherited, services.settings.retention
+            )
             child = subject != TENANT_SUBJECT and self._child_write()
             if child:
                 checked_labels = (*checked_labels, validate.CHILD_LABEL)
@@ -372,7 +375,7 @@ class _Handle:
                 derived_from=tuple(memory_id for _, memory_id in sources),
                 fact_key=key_names,
             )
-            new = _New(subject, contents, pinned, cap, child, sources)
+            new = _New(subject, contents, pinned, cap, child, sources, oldest)
             if not formation:
                 return self._write_new(new, note, None, None)
             anchors = services.keys.anchors
@@ -395,18 +398,24 @@ class _Handle:
 
     def _derived_sources(
         self, derived_from: Sequence[str] | None, subject: str
-    ) -> builtins.list[tuple[str, str]]:
+    ) -> tuple[builtins.list[tuple[str, str]], datetime | None, tuple[str, ...]]:
         """``(row subject, id)`` of each memory ``derived_from`` names: current, visible to
         this handle, and (for shared memory) shared too: an insight everyone reads is never
-        derived from one person's memories."""
+        derived from one person's memories. Also the oldest source's creation time and the
+        sources' labels, which the insight inherits so no retention keeps it longer than
+        any of them."""
         if derived_from is None:
-            return []
+            return [], None, ()
         if isinstance(derived_from, str) or not isinstance(derived_from, Sequence):
             raise InvalidInputError("derived_from is a list of memory ids.")
         require_relations(self._caller, "derived_from")
         found: dict[str, str] = {}
+        oldest: datetime | None = None
+        labels: dict[str, None] = {}
         for memory_id in derived_from:
             _, current = self._current_row(memory_id)
+            oldest = current.created_at if oldest is None else min(oldest, current.created_at)
+            labels.update(dict.fromkeys(current.labels))
             if (subject == TENANT_SUBJECT) != (current.subject == TENANT_SUBJECT):
                 raise ScopeError(
                     "An insight is derived from memories of its own subject: a shared insight "
@@ -418,7 +427,8 @@ class _Handle:
             raise InvalidInputError(
                 f"derived_from names at most {_MAX_DERIVED_FROM} memories; nothing was stored."
             )
-        return [(row_subject, memory_id) for memory_id, row_subject in found.items()]
+        pairs = [(row_subject, memory_id) for memory_id, row_subject in found.items()]
+        return pairs, oldest, tuple(labels)
 
     def _form(
         self, new: _New, data: BaseModel | None, note: AuditNote, *, explicit_start: bool
@@ -552,7 +562,7 @@ class _Handle:
             caller,
             new.subject,
             pinned=new.pinned,
-            created_at=contents.recorded_at,
+            created_at=contents.recorded_at if new.created_at is None else new.created_at,
             labels=contents.labels,
             cap=new.cap,
         )
@@ -1467,6 +1477,27 @@ class _New:
     cap: int | None
     child: bool
     sources: builtins.list[tuple[str, str]]
+    created_at: datetime | None = None
+    """An insight's: its oldest source's (retention counts from there), else now."""
+
+
+def _inherit_labels(
+    own: tuple[str, ...], inherited: tuple[str, ...], retention: Mapping[str, object]
+) -> tuple[str, ...]:
+    """``own`` labels and the sources' (those with a retention first), at most the limit of
+    labels a memory holds: derived data is held no longer than what it was derived from."""
+    extra = sorted(
+        (label for label in inherited if label not in own), key=lambda label: label not in retention
+    )
+    merged = (*own, *extra)
+    if len(merged) > validate.MAX_LABELS and any(
+        label in retention for label in merged[validate.MAX_LABELS :]
+    ):
+        raise InvalidInputError(
+            f"An insight keeps its sources' labels, and these come to more than "
+            f"{validate.MAX_LABELS}; derive it from fewer memories. Nothing was stored."
+        )
+    return merged[: validate.MAX_LABELS]
 
 
 def caller_row_subject(caller: Caller, record: MemoryRecord) -> str:

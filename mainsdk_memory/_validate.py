@@ -150,6 +150,10 @@ def kinds(values: Iterable[object] | None) -> frozenset[str] | None:
         raise InvalidInputError("kinds is a list of kind names.") from None
 
 
+#: The most labels one memory holds.
+MAX_LABELS = 16
+
+
 def labels(values: Iterable[object] | None) -> tuple[str, ...]:
     if values is None:
         return DEFAULT_LABELS
@@ -159,8 +163,8 @@ def labels(values: Iterable[object] | None) -> tuple[str, ...]:
         found = tuple(dict.fromkeys(values))
     except TypeError:
         raise InvalidInputError("labels is a list of label names.") from None
-    if not found or len(found) > 16:
-        raise InvalidInputError("Give 1 to 16 labels (the default is 'personal').")
+    if not found or len(found) > MAX_LABELS:
+        raise InvalidInputError(f"Give 1 to {MAX_LABELS} labels (the default is 'personal').")
     for label in found:
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
             raise InvalidInputError(

@@ -7,6 +7,7 @@ declares no ``relations``.
 from __future__ import annotations
 
 import base64
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,30 @@ def test_the_driver_sees_which_ids_are_linked_never_how(memory: Memory) -> None:
     for _, data in memory.driver.raw_dump():
         for word in (b"derived_from", b"contradicts", b"mentions", b"related", b"Okafor"):
             assert word not in data
+
+
+def test_an_insight_keeps_its_sources_labels_and_age_so_retention_takes_it_too(
+    store_url: str, keys_path: Path
+) -> None:
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
+    with Memory.open(
+        store_url,
+        keys=keys_path,
+        app="app",
+        clock=lambda: now[0],
+        retention={"health": timedelta(days=30)},
+        formation=False,
+    ) as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        first = bot.remember("Ada had a migraine on Monday.", kind="event", labels=["health"])
+        now[0] = datetime(2026, 1, 20, tzinfo=UTC)
+        second = bot.remember("Ada had another migraine.", kind="event")
+        insight = bot.remember(
+            "Ada gets migraines.", kind="insight", derived_from=[first.id, second.id]
+        )
+        assert set(insight.labels) == {"personal", "health"}
+        assert insight.created_at == first.created_at  # its oldest source's
+        now[0] = datetime(2026, 2, 5, tzinfo=UTC)  # the health memory is 35 days old
+        erased = {receipt.claims["memory_id"] for receipt in memory.enforce_retention()}
+        assert erased == {first.id, insight.id}
+        assert [record.id for record in bot.list().items] == [second.id]
