@@ -176,13 +176,11 @@ _NUM: Final = (
     r"|nine|ten|eleven|twelve)"
 )
 _SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
-#: Words after which a date takes no preposition of ours (``until next Friday``).
-_PREPOSITIONS: Final = frozenset(
-    "on in by until till til before after from since starting for of during over around "
-    "through throughout between to early late mid about at than as".split()
+#: Words before a weekday that make it a name, not a day (``Black Friday``, ``Palm Sunday``).
+_NAMED_DAYS: Final = frozenset(
+    "black good cyber casual holy ash easter super bowl giving palm mothering maundy shrove "
+    "fat blue bloody man girl travel business".split()
 )
-#: Words before a weekday that make it a name, not a day.
-_NAMED_DAYS: Final = frozenset("black good cyber casual holy ash easter super giving".split())
 #: Words that make a clause about something that recurs (its yearless dates keep their words).
 _RECURRING: Final = re.compile(
     r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies)|name\s*days?|annual(?:ly)?|yearly|"
@@ -353,7 +351,7 @@ def _next_month_day(
 def _day_note(day: date, words: str) -> str:
     """``2026-12-02, Wednesday``; the date alone when ``words`` already name its weekday."""
     weekday = _WEEKDAYS[day.weekday()]
-    if re.search(r"\b" + weekday + r"\b", words, re.IGNORECASE):
+    if weekday in words.lower():
         return day.isoformat()
     return f"{day.isoformat()}, {weekday.capitalize()}"
 
@@ -530,17 +528,7 @@ def _in_name(context: _Context, start: int, end: int, *, weekday: bool) -> bool:
             return True
     if not weekday:
         return False
-    if bare in _NAMED_DAYS or bare in _DETERMINERS:
-        return True
-    if previous[:1].isupper() and previous[-1:].isalnum() and bare not in _NOT_NAMES:
-        initial = len(words) < 2 or words[0][-1] in ".!?:;\"("
-        if not initial and bare not in _PREPOSITIONS and bare not in _RELATIVE:
-            return True  # "Easter Sunday", "Cyber Monday", "Man Friday"
-    return False
-
-
-#: Words that say which of a weekday, month or season (``next``, ``this coming`` ...).
-_RELATIVE: Final = frozenset("next last this coming past every each".split())
+    return bare in _NAMED_DAYS or bare in _DETERMINERS  # "Easter Sunday", "the Sunday paper"
 
 
 # -- handlers, one per family ------------------------------------------------------------

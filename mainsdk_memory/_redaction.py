@@ -367,8 +367,14 @@ def _identifier_spans(pattern: re.Pattern[str], text: str) -> Iterable[_Span]:
         key = " ".join(match.group().split())
         if starts is None or ends is None:
             yield match.start(), match.end(), "id", key
-        else:
-            yield starts[match.start()], ends[match.end() - 1], "id", key
+            continue
+        first, last = match.start(), match.end() - 1
+        start, end = starts[first], ends[last]
+        if (first > 0 and starts[first - 1] == start) or (
+            last + 1 < len(view) and ends[last + 1] == end
+        ):
+            continue  # part of what one character folds to (the 1 of ½, the ss of ß̖): no word
+        yield start, end, "id", key
 
 
 def _choose(spans: list[_Span]) -> list[_Span]:

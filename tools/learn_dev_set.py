@@ -812,6 +812,29 @@ CONVERSATIONS: tuple[dict[str, Any], ...] = (
             _fact(4, "fact", "baby boy"),
         ),
     },
+    # batch 6, written after a review: words that only look like dates, and dates said twice
+    {
+        "name": "names_births_and_ranges",  # a Tuesday
+        "at": _at("2026-12-01"),
+        "messages": (
+            ("user", "I work at the Sunday Times as a sub-editor."),
+            ("user", "My cat is called Friday and she's 3."),
+            ("user", "I was born on March 3rd, in Leeds."),
+            ("user", "I fly to Rome on Friday the 11th for a wedding."),
+            ("user", "I'm moving to Porto in a week or two."),
+            ("user", "I also freelance for Monday.com."),
+            ("user", "I teach Sunday school at St. Anne's."),
+        ),
+        "facts": (
+            _fact(0, "fact", "at the Sunday Times"),
+            _fact(1, "fact", "called Friday"),
+            _fact(2, "fact", "born on March 3rd"),
+            _fact(3, "event", "Rome", "Friday the 11th (2026-12-11)"),
+            _fact(4, "event", "Porto", "in a week or two (2026-12-08 to 2026-12-15)"),
+            _fact(5, "fact", "freelance for Monday.com"),
+            _fact(6, "fact", "teach Sunday school"),
+        ),
+    },
 )
 
 
