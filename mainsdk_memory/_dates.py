@@ -27,8 +27,9 @@ the year of its December: winter 2026-27).
 ``coming <weekday>``             the next one after today (``this coming`` too);
                                  ``past <weekday>`` the last one before today
 ``<weekday>``, ``on <weekday>``  the next one after today; in a past-tense clause the last
-                                 one before today. Plurals (``Mondays``) and ``every|each
-                                 <weekday>`` are habits and stay as written
+                                 one before today (``Friday evening`` too). Plurals
+                                 (``Mondays``) and ``every|each <weekday>`` are habits and
+                                 stay as written, as does ``Friday week``
 ``<weekday> the 11th``           one day: the 11th as ``the 11th`` below, kept as said when
                                  it is no such weekday
 ``Monday to Friday``             the next such run of days (the last one in a past-tense
@@ -65,15 +66,15 @@ are but reported, so a fact "since 2019" knows when it began. Months named as a 
 is also a verb (``may``, ``march``) count only when capitalised or after a preposition of
 time (``in may``). Never resolved: a date inside quotes; a weekday or month that is part of
 a name (``Black Friday``, ``the Sunday Times``, ``Saturday Night Live``, ``Monday.com``, a
-cat ``called Friday``) or stands before a noun (``the Sunday paper``, ``Sunday school``); a
-yearless date of birth (``I was born on March 3rd`` is kept as said: the year is not
-this one). Past tense is read from the clause around a date (at most
-:data:`_WINDOW` characters either side: ``went``, ``was``, a verb in ``-ed`` not after
-``is`` or ``a``, ``ago`` ...; a future marker, ``will``, ``going to``, ``I'm flying``,
-wins), and ``since`` always points back, ``for`` and ``until`` forward. A clause of habits
-(``usually``, ``always``, ``every`` ...) is not resolved except for its unambiguous words
-(``tomorrow``, ``next week``); nor is ``in two weeks`` in a past-tense clause (``I lost 5
-kg in two weeks``: a duration).
+cat ``called Friday``) or qualifies a noun (``the Sunday paper``, ``a Monday meeting``,
+``Sunday school``); a yearless date of birth (``I was born on March 3rd`` is kept as said:
+the year is not this one). Past tense is read from the clause around a date (at most 120
+characters either side: ``went``, ``was``, a verb in ``-ed`` not after ``is`` or ``a``,
+``ago`` ...; a future marker, ``will``, ``going to``, ``I'm flying``, wins), and ``since``
+always points back, ``for`` and ``until`` forward. A clause of habits (``usually``,
+``always``, ``every`` ...) is not resolved except for its unambiguous words (``tomorrow``,
+``next week``); nor is ``in two weeks`` in a past-tense clause (``I lost 5 kg in two
+weeks``: a duration).
 
 **Written form.** The words stay as said; what they mean follows them in parentheses:
 
@@ -89,8 +90,9 @@ kg in two weeks``: a duration).
 
 A date written absolutely (``2024-03-01``, ``since 2019``) gains nothing.
 
-**Cost.** Linear in the length of the text: the clause around a date is read from clause
-marks found once, within a bounded window.
+**Cost.** Linear in the length of the text: the clause marks are found once and each date's
+clause is read within its bounded window; a quote in curly marks is looked for over at most
+500 characters.
 """
 
 from __future__ import annotations
@@ -1022,7 +1024,7 @@ _PATTERNS: Final[tuple[tuple[re.Pattern[str], Handler], ...]] = (
 
 #: Quoted text, where no date is touched (a quote read at most this long: bounded cost).
 _QUOTED: Final = re.compile(
-    r"\"[^\"\n]*\"|\u201c[^\u201d\n]{0,2000}\u201d|\u2018[^\u2019\n]{0,2000}\u2019|"
+    r"\"[^\"\n]*\"|\u201c[^\u201d\n]{0,500}\u201d|\u2018[^\u2019\n]{0,500}\u2019|"
     r"(?<!\w)'[^'\n]{1,200}'(?!\w)"
 )
 

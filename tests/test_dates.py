@@ -405,6 +405,7 @@ def test_a_weekday_in_a_name_stays_as_written(sentence: str) -> None:
         ("I'm free Friday evening.", "I'm free Friday evening (2026-12-04)."),
         ("On Friday I fly.", "On Friday (2026-12-04) I fly."),
         ("I met Anna on Friday.", "I met Anna on Friday (2026-11-27)."),
+        ("I'm flying to Lisbon Friday.", "I'm flying to Lisbon Friday (2026-12-04)."),
         ("I fly Friday next week.", "I fly Friday next week (2026-12-11)."),
     ],
 )
