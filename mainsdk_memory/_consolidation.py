@@ -311,8 +311,11 @@ def _read_all(caller: Caller) -> tuple[list[_Evidence], list[MemoryRecord], int]
     # A fork's copy is the same evidence as the memory it was copied from: where both are
     # seen (the person's handle, a grant to read all), only the original counts, so a copy
     # is never merged into or counted beside its original.
-    seen = {one.id for one in evidence}
-    copies = [one for one in evidence if one.record.forked_from in seen]
+    seen = {one.id: one.record.text for one in evidence}
+    copies = [  # a copy its fork revised since says something of its own: evidence too
+        one for one in evidence
+        if one.record.forked_from in seen and seen[one.record.forked_from] == one.record.text
+    ]
     return [one for one in evidence if one not in copies], insights, left_out + len(copies)
 
 
@@ -546,10 +549,6 @@ def _write_insight(
     """Remember the group's insight (``None`` if one of its memories went meanwhile)."""
     records = [one.record for one in group.members]
     sessions = {one.row.session for one in group.members if one.row.session is not None}
-    labels = [
-        label for record in records for label in record.labels
-        if settings.labels is None or label in settings.labels
-    ]
     text = _insight_text(records, [one.when for one in group.members], len(sessions),
                         settings.max_text_chars)
     try:
@@ -557,7 +556,8 @@ def _write_insight(
             text,
             kind=Kind.INSIGHT.value,
             source=Source.agent(CONSOLIDATION_SOURCE),
-            labels=list(dict.fromkeys(labels))[:16] or None,
+            # the latest statement's labels; remember adds the others' (derived_from)
+            labels=list(records[-1].labels) or None,
             language=records[-1].language,
             formation=False,
             derived_from=[record.id for record in records],

@@ -521,7 +521,7 @@ _KIN: Final = frozenset(
 
 def _kin(text: _Text) -> frozenset[str]:
     """The relatives, partners and colleagues the text names."""
-    return frozenset(word for word in text.written.values() if word in _KIN)
+    return frozenset(_KIN_SAME.get(word, word) for word in text.written.values() if word in _KIN)
 
 
 def _subject_kin(text: _Text) -> frozenset[str]:

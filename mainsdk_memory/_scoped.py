@@ -349,7 +349,7 @@ class _Handle:
             )
             child = subject != TENANT_SUBJECT and self._child_write()
             if child:
-                checked_labels = (*checked_labels, validate.CHILD_LABEL)
+                checked_labels = tuple(dict.fromkeys((*checked_labels, validate.CHILD_LABEL)))
             check_injection(services, text, child=child)
             cap = check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
             now = services.now()
@@ -1486,18 +1486,19 @@ def _inherit_labels(
 ) -> tuple[str, ...]:
     """``own`` labels and the sources' (those with a retention first), at most the limit of
     labels a memory holds: derived data is held no longer than what it was derived from."""
-    extra = sorted(
-        (label for label in inherited if label not in own), key=lambda label: label not in retention
-    )
-    merged = (*own, *extra)
-    if len(merged) > validate.MAX_LABELS and any(
-        label in retention for label in merged[validate.MAX_LABELS :]
-    ):
+    merged = tuple(dict.fromkeys((*own, *inherited)))
+    if len(merged) <= validate.MAX_LABELS:
+        return merged
+    # Too many to keep all: those a retention applies to first, then its own, then the rest.
+    kept = sorted(merged, key=lambda label: (label not in retention, label not in own))
+    if sum(label in retention for label in merged) > validate.MAX_LABELS:
         raise InvalidInputError(
-            f"An insight keeps its sources' labels, and these come to more than "
-            f"{validate.MAX_LABELS}; derive it from fewer memories. Nothing was stored."
+            f"An insight keeps its sources' labels that have a retention, and these come to "
+            f"more than {validate.MAX_LABELS}; derive it from fewer memories. Nothing was "
+            "stored."
         )
-    return merged[: validate.MAX_LABELS]
+    chosen = set(kept[: validate.MAX_LABELS])
+    return tuple(label for label in merged if label in chosen)
 
 
 def caller_row_subject(caller: Caller, record: MemoryRecord) -> str:

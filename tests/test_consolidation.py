@@ -364,3 +364,19 @@ def test_a_forks_copies_are_never_merged_into_or_counted_beside_their_originals(
     assert {record.id for record in bot.list(limit=10).items} == {one.id for one in kept}
     helper = [record for record in forked.handle.list(limit=10).items]
     assert len(helper) == 2 and all(record.status == "active" for record in helper)
+
+
+def test_a_fork_copy_revised_since_is_evidence_of_its_own(memory: Memory) -> None:
+    bot = memory.acting_for("ada", agent="bot", session="s1")
+    bot.remember("Ada prefers window seats.", kind="preference")
+    forked = bot.fork(agent="helper", session="s2")
+    helper = forked.handle
+    copy = helper.list(limit=10).items[0]
+    helper.revise(copy.id, "Ada prefers aisle seats.")
+    memory.acting_for("ada", agent="helper", session="s3").remember(
+        "Ada asked for an aisle seat.", kind="preference"
+    )
+    report = memory.person("ada").consolidate()
+    assert report.insights == 1
+    insight = memory.person("ada").get(report.insight_ids[0])
+    assert copy.id in insight.derived_from

@@ -194,3 +194,24 @@ def test_an_insight_keeps_its_sources_labels_and_age_so_retention_takes_it_too(
         erased = {receipt.claims["memory_id"] for receipt in memory.enforce_retention()}
         assert erased == {first.id, insight.id}
         assert [record.id for record in bot.list().items] == [second.id]
+
+
+def test_an_insight_of_many_labelled_sources_keeps_those_with_a_retention(
+    store_url: str, keys_path: Path
+) -> None:
+    with Memory.open(
+        store_url, keys=keys_path, app="app", retention={"health": timedelta(days=30)},
+        formation=False,
+    ) as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        first = bot.remember("Ada had a migraine.", labels=[f"a{n}" for n in range(16)])
+        second = bot.remember("Ada had another migraine.", labels=["b0", "health"])
+        insight = bot.remember("Ada gets migraines.", kind="insight", labels=["personal"],
+                               derived_from=[first.id, second.id])
+        assert len(insight.labels) == 16 and {"personal", "health"} <= set(insight.labels)
+        memory.privacy.set_guardian("tim", guardian="ana")
+        memory.privacy.record_consent("tim", guardian="ana")
+        tutor = memory.acting_for("tim", agent="tutor")
+        said = tutor.remember("Tim likes dinosaurs.")
+        derived = tutor.remember("Tim loves prehistory.", kind="insight", derived_from=[said.id])
+        assert derived.labels.count("child") == 1
