@@ -11,18 +11,15 @@ has them)::
 The time is the entry's ``at`` in UTC, so the records of one person list in time order (ties
 by the random part, which is also the entry's id ``ep_<24 hex digits>``). The driver sees
 that time, the person's pseudonym and the padded size; everything else is sealed. The
-record's value, byte by byte::
+record's value is the sealed two-part record of working memory too (its byte layout:
+:class:`~mainsdk_memory._person_records.PersonRecords`): the retention header, ``{"labels":
+[...], "recorded_at": "..."}`` under the tenant's key, then the entry, ``{"id", "role",
+"text", "at", "session", "agent", "labels", "flagged", "recorded_at"}``, under the person's
+key.
 
-    0      1 byte    layout version, 0x01
-    1      4 bytes   n, big-endian: the length of the header envelope
-    5      n bytes   the retention header, ``{"labels": [...], "recorded_at": "..."}`` padded,
-                     sealed under the tenant's key (a retention sweep knows no person's id,
-                     so it cannot open their key)
-    5+n    …         the entry, ``{"id", "role", "text", "at", "session", "agent", "labels",
-                     "flagged", "recorded_at"}`` padded, sealed under the person's key
-
-Both envelopes are bound (associated data) to tenant, app and the record key, so an entry
-moved to another key, person or time does not open. The injection check runs at append: a
+Both envelopes are bound (associated data ``mainsdk-memory/v1/episode-header`` and
+``mainsdk-memory/v1/episode-entry``) to tenant, app and the record key, so an entry moved to
+another key, person or time does not open. The injection check runs at append: a
 flagged text is still recorded (the ledger is what happened) with ``flagged=True``, and
 ``learn`` skips it.
 """
@@ -30,28 +27,27 @@ flagged text is still recorded (the ledger is what happened) with ``flagged=True
 from __future__ import annotations
 
 import builtins
-import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import InvalidInputError, MemoryInjectionError, SealError
-from mainsdk_memory._walls import check_injection, check_write
-from mainsdk_memory._working import (
+from mainsdk_memory._errors import InvalidInputError, MemoryInjectionError
+from mainsdk_memory._person_records import (
     PERSON_RECORD_BYTES,
+    PersonRecords,
     begin,
     child_write,
+    expired,
     listed,
     person_keys,
     require_person_records,
 )
-from mainsdk_memory.drivers import TENANT_SUBJECT
-from mainsdk_memory.keys import SubjectKeys, associated_data
+from mainsdk_memory._walls import check_injection, check_write
 
 if TYPE_CHECKING:
     from mainsdk_memory._services import Services
@@ -70,7 +66,12 @@ EpisodeRole = Literal["user", "assistant", "tool", "system"]
 EPISODE_PREFIX: Final = "episode/"
 #: The most entries one ``list`` returns.
 MAX_LIST: Final = 1000
-_LAYOUT: Final = b"\x01"
+#: The ledger's records (their associated data names are those of records written).
+_RECORDS: Final = PersonRecords(
+    EPISODE_PREFIX,
+    header_ad="mainsdk-memory/v1/episode-header",
+    document_ad="mainsdk-memory/v1/episode-entry",
+)
 _ROLES: Final = frozenset(get_args(EpisodeRole))
 
 
@@ -102,70 +103,11 @@ class Episode(BaseModel):
 # -- the records ---------------------------------------------------------------------------
 
 
-def _prefix(pseudonym: str) -> str:
-    return f"{EPISODE_PREFIX}{pseudonym}/"
-
-
-def _ad(caller_tenant: str, app: str, part: str, key: str) -> bytes:
-    return associated_data(f"mainsdk-memory/v1/episode-{part}", caller_tenant, app, key)
-
-
-def _sealed_json(keys: SubjectKeys, document: dict[str, Any], ad: bytes) -> bytes:
-    from mainsdk_memory._sealing import pad  # _sealing imports the caller's services
-
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return keys.seal(pad(text.encode("utf-8")), ad)
-
-
-def _opened_json(keys: SubjectKeys, sealed: bytes, ad: bytes) -> dict[str, Any] | None:
-    try:
-        document = json.loads(keys.open(sealed, ad))
-    except (SealError, ValueError, UnicodeError):
-        return None  # moved, edited, or sealed under a destroyed key
-    return cast(dict[str, Any], document) if isinstance(document, dict) else None
-
-
-def _split(value: bytes) -> tuple[bytes, bytes] | None:
-    """The header and entry envelopes of a record's value (``None``: not this layout)."""
-    if len(value) < 5 or value[:1] != _LAYOUT:
-        return None
-    size = int.from_bytes(value[1:5], "big")
-    if len(value) < 5 + size:
-        return None
-    return value[5 : 5 + size], value[5 + size :]
-
-
-def _open_entry(
-    caller: Caller, keys: SubjectKeys, key: str, value: bytes
-) -> dict[str, Any] | None:
-    """The sealed entry of a record, opened (``None``: it does not open here)."""
-    parts = _split(value)
-    if parts is None:
-        return None
-    return _opened_json(keys, parts[1], _ad(caller.tenant, caller.app, "entry", key))
-
-
 def _episode(document: dict[str, Any]) -> Episode | None:
     try:
         return Episode.model_validate({name: document.get(name) for name in Episode.model_fields})
     except ValueError:
         return None
-
-
-def _recorded(document: dict[str, Any]) -> datetime | None:
-    try:
-        return validate.aware(datetime.fromisoformat(str(document.get("recorded_at"))), "at")
-    except (ValueError, InvalidInputError):
-        return None
-
-
-def _expired(
-    labels: Sequence[object], recorded: datetime | None, cutoffs: Sequence[tuple[str, datetime]]
-) -> bool:
-    """Whether an entry of ``labels`` recorded at ``recorded`` outlived a retention."""
-    if recorded is None:
-        return False
-    return any(label in labels and recorded < cutoff for label, cutoff in cutoffs)
 
 
 def _stamp(when: datetime) -> str:
@@ -244,11 +186,9 @@ class Episodes:
                 flagged = found.rules
             check_write(caller, new_personal_memory=False)  # the kill switch and the rate
             keys = person_keys(caller, create=True)
-            tenant_keys = services.subject_keys(caller.tenant, TENANT_SUBJECT, create=True)
             assert keys is not None  # noqa: S101 - create=True always returns keys
-            assert tenant_keys is not None  # noqa: S101 - create=True always returns keys
             random = secrets.token_hex(12)
-            key = f"{_prefix(caller.pseudonym())}{_stamp(when)}-{random}"
+            key = f"{_RECORDS.of(caller.pseudonym())}{_stamp(when)}-{random}"
             recorded = now.isoformat()
             document = {
                 "id": f"ep_{random}",
@@ -263,13 +203,9 @@ class Episodes:
             }
             episode = _episode(document)
             assert episode is not None  # noqa: S101 - every field was checked above
-            header = _sealed_json(
-                tenant_keys,
-                {"labels": list(checked_labels), "recorded_at": recorded},
-                _ad(caller.tenant, caller.app, "header", key),
+            value = _RECORDS.seal(
+                caller, keys, key, document, labels=checked_labels, recorded_at=recorded
             )
-            entry = _sealed_json(keys, document, _ad(caller.tenant, caller.app, "entry", key))
-            value = _LAYOUT + len(header).to_bytes(4, "big") + header + entry
             if len(value) > PERSON_RECORD_BYTES:
                 raise InvalidInputError(
                     f"The entry is more than {PERSON_RECORD_BYTES} bytes sealed; split the text "
@@ -305,20 +241,20 @@ class Episodes:
             keys = person_keys(caller, create=False)
             if keys is None:
                 return []
-            prefix = _prefix(caller.pseudonym())
+            prefix = _RECORDS.of(caller.pseudonym())
             cutoffs = caller.services.retention_cutoffs()
             found: builtins.list[Episode] = []
             # Key order is time order (the core sorts: it does not rely on the driver's).
             for key, value in reversed(sorted(listed(caller, prefix))):
                 if edge is not None and key[len(prefix) :] >= edge:
                     continue  # at or after ``before`` (the stamp then a "-": never equal)
-                document = _open_entry(caller, keys, key, value)
+                document = _RECORDS.open(caller, keys, key, value)
                 episode = None if document is None else _episode(document)
                 if (
                     document is None
                     or episode is None
                     or not self._visible(episode, written_by, session)
-                    or _expired(episode.labels, _recorded(document), cutoffs)
+                    or expired(episode.labels, document.get("recorded_at"), cutoffs)
                 ):
                     continue
                 found.append(episode)
@@ -340,13 +276,6 @@ class Episodes:
 # -- export, erase and retention ----------------------------------------------------------
 
 
-def _entries(caller: Caller, keys: SubjectKeys) -> Iterator[dict[str, Any]]:
-    for key, value in sorted(listed(caller, _prefix(caller.pseudonym()))):
-        document = _open_entry(caller, keys, key, value)
-        if document is not None:
-            yield document
-
-
 def export_episodes(caller: Caller) -> builtins.list[dict[str, Any]]:
     """Every entry of the caller's person's ledger (every agent's, expired ones not yet
     swept included), oldest first, for an export."""
@@ -354,40 +283,18 @@ def export_episodes(caller: Caller) -> builtins.list[dict[str, Any]]:
     if keys is None:
         return []
     fields = (*Episode.model_fields, "recorded_at")
-    return [{name: document.get(name) for name in fields} for document in _entries(caller, keys)]
+    return [
+        {name: document.get(name) for name in fields}
+        for _, document in _RECORDS.documents(caller, keys)
+    ]
 
 
 def erase_episodes(caller: Caller, pseudonym: str) -> builtins.list[str]:
     """Delete every ledger record under ``pseudonym`` (a person's erase); their keys."""
-    if pseudonym == TENANT_SUBJECT:
-        return []
-    erased = []
-    for key, _ in listed(caller, _prefix(pseudonym)):
-        caller.services.driver.control_put(caller.tenant, caller.app, key, None)
-        erased.append(key)
-    return erased
+    return _RECORDS.erase(caller, pseudonym)
 
 
 def sweep_expired_episodes(services: Services, tenant_id: str) -> int:
     """Delete every ledger entry of the tenant and app, any person's, whose labels' retention
     ran out (read from the header, under the tenant's key); how many."""
-    if not services.driver.capabilities.person_records:
-        return 0
-    keys = services.subject_keys(tenant_id, TENANT_SUBJECT, create=False)
-    if keys is None:
-        return 0
-    cutoffs = services.retention_cutoffs()
-    driver, app = services.driver, services.app
-    erased = 0
-    for key, value in driver.control_list(tenant_id, app, EPISODE_PREFIX):
-        parts = None if not key.startswith(EPISODE_PREFIX) else _split(value)
-        header = None if parts is None else _opened_json(
-            keys, parts[0], _ad(tenant_id, app, "header", key)
-        )
-        if header is None:
-            continue  # not an entry this key store can read: not ours to judge
-        labels = header.get("labels")
-        if isinstance(labels, list) and _expired(labels, _recorded(header), cutoffs):
-            driver.control_put(tenant_id, app, key, None)
-            erased += 1
-    return erased
+    return _RECORDS.sweep(services, tenant_id)

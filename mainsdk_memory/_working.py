@@ -10,20 +10,17 @@ record of the driver (every driver has them)::
 ``token`` is the person's blind index (a keyed HMAC) of the JSON-quoted parts ``["working",
 agent, session token or null, key]``, so the driver sees neither the key's name, the agent,
 the session nor the value: only how many values a person has, their padded size and when
-they change. The record's value, byte by byte (the episodic ledger's layout)::
+they change. The record's value is the sealed two-part record of the episodic ledger too
+(its byte layout: :class:`~mainsdk_memory._person_records.PersonRecords`): the retention
+header, ``{"labels": [...], "recorded_at": "..."}`` under the tenant's key (``labels`` is
+``["child"]`` for a value about a child, else empty; ``recorded_at`` is when it was last
+set), then the value's document, ``{"agent", "session", "key", "value", "labels",
+"updated_at"}``, under the person's key.
 
-    0      1 byte    layout version, 0x01
-    1      4 bytes   n, big-endian: the length of the header envelope
-    5      n bytes   the retention header, ``{"labels": [...], "recorded_at": "..."}`` padded,
-                     sealed under the tenant's key (a retention sweep knows no person's id,
-                     so it cannot open their key); ``labels`` is ``["child"]`` for a value
-                     about a child, else empty
-    5+n    …         the value's document, ``{"agent", "session", "key", "value", "labels",
-                     "updated_at"}`` padded, sealed under the person's key
-
-Both envelopes are bound (associated data) to tenant, app and the record key, so a value
-moved to another key does not open. A ``set`` is one ``control_put`` of that record, which
-replaces it atomically: concurrent sets of one key leave exactly one of the values.
+Both envelopes are bound (associated data ``mainsdk-memory/v1/working-header`` and
+``mainsdk-memory/v1/working``) to tenant, app and the record key, so a value moved to another
+key does not open. A ``set`` is one ``control_put`` of that record, which replaces it
+atomically: concurrent sets of one key leave exactly one of the values.
 
 Retention: a value about a child (set while the person is under a guardian policy) expires
 its ``child`` retention (at most 90 days) after it was last set, by the store's clock: ``get``
@@ -37,23 +34,22 @@ import contextlib
 import json
 import math
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from mainsdk_memory import _validate as validate
-from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import (
-    ConsentRequiredError,
-    InvalidInputError,
-    MemoryCapabilityError,
-    ScopeError,
-    SealError,
+from mainsdk_memory._errors import InvalidInputError, ScopeError
+from mainsdk_memory._person_records import (
+    PersonRecords,
+    begin,
+    child_write,
+    expired,
+    person_keys,
+    require_person_records,
 )
 from mainsdk_memory._walls import check_injection, check_write
-from mainsdk_memory.drivers import TENANT_SUBJECT
-from mainsdk_memory.keys import SubjectKeys, associated_data
+from mainsdk_memory.keys import SubjectKeys
 
 if TYPE_CHECKING:
     from mainsdk_memory._services import Services
@@ -62,16 +58,12 @@ __all__ = [
     "JSON",
     "MAX_KEY_CHARS",
     "MAX_VALUE_BYTES",
-    "PERSON_RECORD_BYTES",
     "WORKING_PREFIX",
     "Journal",
     "WorkingMemory",
-    "begin",
     "copy_working",
     "erase_working",
     "export_working",
-    "listed",
-    "require_person_records",
     "sweep_expired_working",
     "undo_working",
 ]
@@ -80,159 +72,60 @@ JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | Non
 """A JSON value: what working memory holds."""
 
 WORKING_PREFIX: Final = "working/"
-#: The largest control record a driver that declares ``person_records`` keeps.
-PERSON_RECORD_BYTES: Final = 64 * 1024
 #: The longest key name, in characters.
 MAX_KEY_CHARS: Final = 200
 #: The largest value, in bytes of compact UTF-8 JSON.
 MAX_VALUE_BYTES: Final = 32 * 1024
 #: The deepest nesting of lists and objects in a value.
 MAX_DEPTH: Final = 32
-_LAYOUT: Final = b"\x01"
+#: Working memory's records (their associated data names are those of records written).
+_RECORDS: Final = PersonRecords(
+    WORKING_PREFIX,
+    header_ad="mainsdk-memory/v1/working-header",
+    document_ad="mainsdk-memory/v1/working",
+)
 
 Journal: TypeAlias = "list[tuple[str, bytes | None, bytes]]"
 """What :func:`copy_working` wrote, for :func:`undo_working`: per record, its key, what it
 held before (``None``: nothing) and what the copy wrote."""
 
 
-# -- shared by working memory and the episodic ledger -------------------------------------
-
-
-def require_person_records(caller: Caller) -> None:
-    """Refuse the call on a driver that does not declare ``person_records``."""
-    driver = caller.services.driver
-    if not driver.capabilities.person_records:
-        raise MemoryCapabilityError(
-            "person_records",
-            f"The {driver.name!r} driver does not declare person_records, so it cannot hold "
-            "working memory or episodes. Open the memory with a driver that declares it "
-            "(local, sqlite, postgresql).",
-        )
-
-
-def begin(caller: Caller, operation: str) -> AbstractContextManager[AuditNote]:
-    """Resolve the tenant, then audit the call (ids and counts only)."""
-    tenant_id = caller.tenant_id()
-    return caller.services.audit.call(
-        tenant_id, operation, actor=caller.actor, person=caller.person
-    )
-
-
-def listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
-    """The control records under ``prefix``, kept to the prefix (a driver that ignores it
-    must not hand one person's records to another's read or erase)."""
-    found = caller.services.driver.control_list(caller.tenant, caller.app, prefix)
-    return [(key, value) for key, value in found if key.startswith(prefix)]
-
-
-def person_keys(caller: Caller, *, create: bool) -> SubjectKeys | None:
-    """The person's keys (``None``: none yet, and ``create`` is false)."""
-    return caller.services.subject_keys(caller.tenant, caller.person, create=create)
-
-
-def child_write(caller: Caller) -> bool:
-    """Whether the person is a child; refuses a child's write before the guardian's consent
-    (as ``remember`` does)."""
-    policy = caller.guardian_policy()
-    if policy is None:
-        return False
-    if policy.get("consent") is None:
-        raise ConsentRequiredError
-    return True
-
-
 # -- the records ---------------------------------------------------------------------------
-
-
-def _ad(tenant_id: str, app: str, part: str, key: str) -> bytes:
-    name = "mainsdk-memory/v1/working" if part == "entry" else f"mainsdk-memory/v1/working-{part}"
-    return associated_data(name, tenant_id, app, key)
 
 
 def _record_key(caller: Caller, keys: SubjectKeys, name: str, *, session: bool) -> str:
     token = caller.session_token() if session else None
     # Each part is JSON-quoted, so no name can shift the boundary between two parts.
     bound = json.dumps(["working", caller.agent, token, name])
-    return f"{WORKING_PREFIX}{caller.pseudonym()}/{keys.blind(bound)}"
+    return f"{_RECORDS.of(caller.pseudonym())}{keys.blind(bound)}"
 
 
-def _sealed_json(keys: SubjectKeys, document: dict[str, Any], ad: bytes) -> bytes:
-    from mainsdk_memory._sealing import pad  # _sealing imports the caller's services
-
-    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-    return keys.seal(pad(text.encode("utf-8")), ad)
-
-
-def _opened_json(keys: SubjectKeys, sealed: bytes, ad: bytes) -> dict[str, Any] | None:
-    try:
-        document = json.loads(keys.open(sealed, ad))
-    except (SealError, ValueError, UnicodeError):
-        return None  # moved, edited, or sealed under a destroyed key: not a value
-    return cast(dict[str, Any], document) if isinstance(document, dict) else None
-
-
-def _split(value: bytes) -> tuple[bytes, bytes] | None:
-    """The header and document envelopes of a record's value (``None``: not this layout)."""
-    if len(value) < 5 or value[:1] != _LAYOUT:
-        return None
-    size = int.from_bytes(value[1:5], "big")
-    if len(value) < 5 + size:
-        return None
-    return value[5 : 5 + size], value[5 + size :]
-
-
-def _value(caller: Caller, keys: SubjectKeys, key: str, document: dict[str, Any]) -> bytes:
-    """The record value of ``document`` under ``key``: the retention header (tenant's key)
-    and the document (the person's key)."""
-    tenant_keys = caller.services.subject_keys(caller.tenant, TENANT_SUBJECT, create=True)
-    assert tenant_keys is not None  # noqa: S101 - create=True always returns keys
-    header = _sealed_json(
-        tenant_keys,
-        {"labels": document["labels"], "recorded_at": document["updated_at"]},
-        _ad(caller.tenant, caller.app, "header", key),
+def _sealed(caller: Caller, keys: SubjectKeys, key: str, document: dict[str, Any]) -> bytes:
+    """The record value of ``document`` under ``key``; its header holds the document's labels
+    and the time it was last set."""
+    return _RECORDS.seal(
+        caller, keys, key, document, labels=document["labels"], recorded_at=document["updated_at"]
     )
-    entry = _sealed_json(keys, document, _ad(caller.tenant, caller.app, "entry", key))
-    return _LAYOUT + len(header).to_bytes(4, "big") + header + entry
 
 
 def _open(caller: Caller, keys: SubjectKeys, key: str, value: bytes) -> dict[str, Any] | None:
-    parts = _split(value)
-    if parts is None:
-        return None
-    document = _opened_json(keys, parts[1], _ad(caller.tenant, caller.app, "entry", key))
+    document = _RECORDS.open(caller, keys, key, value)
     if document is None or not isinstance(document.get("key"), str):
         return None
     return document
 
 
-def _when(text: object) -> datetime | None:
-    try:
-        return validate.aware(datetime.fromisoformat(str(text)), "at")
-    except (ValueError, InvalidInputError):
-        return None
-
-
-def _expired(
-    labels: object, recorded: datetime | None, cutoffs: Sequence[tuple[str, datetime]]
-) -> bool:
-    """Whether a value of ``labels`` last set at ``recorded`` outlived a retention (a value
-    about an adult has no labels, so no retention)."""
-    if recorded is None or not isinstance(labels, list):
-        return False
-    return any(label in labels and recorded < cutoff for label, cutoff in cutoffs)
-
-
 def _live(document: dict[str, Any], cutoffs: Sequence[tuple[str, datetime]]) -> bool:
-    """Whether ``document`` is within its retention (a child's: at most 90 days)."""
-    return not _expired(document.get("labels"), _when(document.get("updated_at")), cutoffs)
+    """Whether ``document`` is within its retention (a child's: at most 90 days; an adult's
+    value has no labels, so no retention)."""
+    return not expired(document.get("labels"), document.get("updated_at"), cutoffs)
 
 
 def _documents(caller: Caller, keys: SubjectKeys) -> Iterator[dict[str, Any]]:
     """Every working-memory document about the person that opens, any agent's (expired
     ones not yet swept included)."""
-    for key, sealed in listed(caller, f"{WORKING_PREFIX}{caller.pseudonym()}/"):
-        document = _open(caller, keys, key, sealed)
-        if document is not None:
+    for _, document in _RECORDS.documents(caller, keys):
+        if isinstance(document.get("key"), str):
             yield document
 
 
@@ -390,7 +283,7 @@ class WorkingMemory:
             }
             # At most 32 KiB of value, 200 characters of key and two names of 128, and a
             # header of a few hundred bytes: the record stays well under PERSON_RECORD_BYTES.
-            sealed = _value(caller, keys, record, document)
+            sealed = _sealed(caller, keys, record, document)
             services.driver.control_put(caller.tenant, caller.app, record, sealed)
             note.count = 1
 
@@ -519,7 +412,7 @@ def copy_working(
             "labels": labels,
             "updated_at": document.get("updated_at"),
         }
-        value = _value(target, keys, record, copy)
+        value = _sealed(target, keys, record, copy)
         journal.append((record, driver.control_get(target.tenant, target.app, record), value))
         driver.control_put(target.tenant, target.app, record, value)
         copied += 1
@@ -562,35 +455,11 @@ def export_working(caller: Caller) -> list[dict[str, Any]]:
 def erase_working(caller: Caller, pseudonym: str) -> list[str]:
     """Delete every working-memory record under ``pseudonym`` (a person's erase); their
     record keys."""
-    if pseudonym == TENANT_SUBJECT:
-        return []
-    erased = []
-    for key, _ in listed(caller, f"{WORKING_PREFIX}{pseudonym}/"):
-        caller.services.driver.control_put(caller.tenant, caller.app, key, None)
-        erased.append(key)
-    return erased
+    return _RECORDS.erase(caller, pseudonym)
 
 
 def sweep_expired_working(services: Services, tenant_id: str) -> int:
     """Delete every working-memory value of the tenant and app, any person's, whose labels'
     retention ran out (a child's: at most 90 days after it was last set), read from the
     header under the tenant's key; how many."""
-    if not services.driver.capabilities.person_records:
-        return 0
-    keys = services.subject_keys(tenant_id, TENANT_SUBJECT, create=False)
-    if keys is None:
-        return 0
-    cutoffs = services.retention_cutoffs()
-    driver, app = services.driver, services.app
-    erased = 0
-    for key, value in driver.control_list(tenant_id, app, WORKING_PREFIX):
-        parts = None if not key.startswith(WORKING_PREFIX) else _split(value)
-        header = None if parts is None else _opened_json(
-            keys, parts[0], _ad(tenant_id, app, "header", key)
-        )
-        if header is None:
-            continue  # not a value this key store can read: not ours to judge
-        if _expired(header.get("labels"), _when(header.get("recorded_at")), cutoffs):
-            driver.control_put(tenant_id, app, key, None)
-            erased += 1
-    return erased
+    return _RECORDS.sweep(services, tenant_id)
