@@ -4,14 +4,14 @@ This module imports the ``mcp`` SDK at the top, so only :mod:`mainsdk_memory.mcp
 imports it, and only when a server is built. Each tool is a thin layer over one handle
 (:class:`~mainsdk_memory.ScopedMemory`) made from the server's configuration:
 
-- ``memory.remember``: ``remember(text, kind=..., source=Source.mcp(<server name>))``, so the
+- ``memory_remember``: ``remember(text, kind=..., source=Source.mcp(<server name>))``, so the
   memory is ``untrusted`` and quarantined in this server's session.
-- ``memory.recall``: ``context(query, ...)``, the escaped untrusted-data block, as text.
-- ``memory.forget``: ``forget(id)``, which only files a request the person approves.
-- ``memory.learn``: ``learn(turns)`` of a passage (a ``user`` turn) or of role/text turns,
+- ``memory_recall``: ``context(query, ...)``, the escaped untrusted-data block, as text.
+- ``memory_forget``: ``forget(id)``, which only files a request the person approves.
+- ``memory_learn``: ``learn(turns)`` of a passage (a ``user`` turn) or of role/text turns,
   through a handle whose every memory is ``Source.mcp(<server name>)``: the roles decide what
   is extracted, never the trust, so what it learns is quarantined in this session too.
-- ``memory.working.set`` / ``.get`` / ``.list`` / ``.delete``: the agent's working memory,
+- ``memory_working_set`` / ``_get`` / ``_list`` / ``_delete``: the agent's working memory,
   written only in this server's session (``session_only=True``), read with the agent's
   person-wide values beneath.
 
@@ -75,9 +75,9 @@ SCOPE_ARGUMENTS = frozenset(
     {"tenant", "tenant_id", "person", "person_id", "about", "agent", "session", "app", "user"}
 )
 MAX_RECALL = 20
-#: The longest passage, or turn, ``memory.learn`` takes (longer: learn it in parts).
+#: The longest passage, or turn, ``memory_learn`` takes (longer: learn it in parts).
 MAX_PASSAGE_CHARS = 32_000
-#: The most turns one ``memory.learn`` call takes.
+#: The most turns one ``memory_learn`` call takes.
 MAX_LEARN_TURNS = 200
 _KINDS = [kind.value for kind in Kind]
 _MAX_NAME_IN_MESSAGE = 40
@@ -284,7 +284,7 @@ _FORGET_TOOL = types.Tool(
     name=FORGET,
     title="Ask to forget",
     description=(
-        "Ask to forget one memory by its id (from memory.recall or memory.remember). Nothing "
+        "Ask to forget one memory by its id (from memory_recall or memory_remember). Nothing "
         "is erased now: the request waits until the person approves it (then every version "
         "is deleted for good) or rejects it. Returns the pending request's id."
     ),
@@ -351,7 +351,7 @@ _LEARN_TOOL = types.Tool(
         "as what the person said, e.g. \"I moved to Lyon in March\") or from the turns of a "
         "conversation (role user, assistant or tool). Each fact found is remembered as its own "
         "memory; greetings and chit-chat form none. Like "
-        "memory.remember, what is learnt here is marked untrusted: only this session sees it "
+        "memory_remember, what is learnt here is marked untrusted: only this session sees it "
         "until the person confirms it. Text that reads like instructions forms nothing. "
         "Returns the memories' ids, never their text."
     ),
@@ -411,7 +411,7 @@ _WORKING_SET_TOOL = types.Tool(
         "draft, what the person chose a moment ago. Setting a name again replaces its value. "
         "Values set here are seen only in this session; never instructions, and text that "
         "reads like instructions is refused. For lasting facts about the person, use "
-        "memory.remember."
+        "memory_remember."
     ),
     input_schema={
         "type": "object",
@@ -544,7 +544,7 @@ class MemoryTools:
             )
 
     def remember(self, arguments: Mapping[str, Any] | None, *, ref: str | None) -> dict[str, Any]:
-        """``memory.remember``: store the text as an untrusted, quarantined memory."""
+        """``memory_remember``: store the text as an untrusted, quarantined memory."""
         parsed = _parse(_RememberArguments, arguments)
         with _tenant.use(self.scope.tenant):
             record = self._handle.remember(
@@ -566,7 +566,7 @@ class MemoryTools:
         }
 
     def recall(self, arguments: Mapping[str, Any] | None) -> str:
-        """``memory.recall``: the escaped untrusted-data block of ``context()``."""
+        """``memory_recall``: the escaped untrusted-data block of ``context()``."""
         parsed = _parse(_RecallArguments, arguments)
         with _tenant.use(self.scope.tenant):
             return self._handle.context(
@@ -574,7 +574,7 @@ class MemoryTools:
             )
 
     def forget(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.forget``: file a forget request for the person; nothing is erased."""
+        """``memory_forget``: file a forget request for the person; nothing is erased."""
         parsed = _parse(_ForgetArguments, arguments)
         with _tenant.use(self.scope.tenant):
             request = self._handle.forget(parsed.id)
@@ -590,7 +590,7 @@ class MemoryTools:
 
 
     def learn(self, arguments: Mapping[str, Any] | None, *, ref: str | None) -> dict[str, Any]:
-        """``memory.learn``: ``learn`` the passage (as the person's words) or the turns, each
+        """``memory_learn``: ``learn`` the passage (as the person's words) or the turns, each
         fact remembered as the MCP server's (untrusted, quarantined in this session)."""
         parsed = _parse(_LearnArguments, arguments)
         if parsed.turns is None:
@@ -615,14 +615,14 @@ class MemoryTools:
         }
 
     def working_set(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.working.set``: set the value in this session's working memory."""
+        """``memory_working_set``: set the value in this session's working memory."""
         parsed = _parse(_WorkingSetArguments, arguments)
         with _tenant.use(self.scope.tenant):
             self._handle.working.set(parsed.key, parsed.value, session_only=True)
         return {"stored": True, "note": "Stored for this session."}
 
     def working_get(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.working.get``: the value of one key, and whether there is one."""
+        """``memory_working_get``: the value of one key, and whether there is one."""
         parsed = _parse(_WorkingKeyArguments, arguments)
         missing: list[JSON] = []  # a fresh object: no stored value is this one
         with _tenant.use(self.scope.tenant):
@@ -632,14 +632,14 @@ class MemoryTools:
         return {"found": True, "value": value}
 
     def working_list(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.working.list``: every value this session sees, by key."""
+        """``memory_working_list``: every value this session sees, by key."""
         _parse(_NoArguments, arguments)
         with _tenant.use(self.scope.tenant):
             values = self._handle.working.list()
         return {"values": values, "count": len(values)}
 
     def working_delete(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-        """``memory.working.delete``: delete this session's value of one key."""
+        """``memory_working_delete``: delete this session's value of one key."""
         parsed = _parse(_WorkingKeyArguments, arguments)
         with _tenant.use(self.scope.tenant):
             deleted = self._handle.working.delete(parsed.key, session_only=True)
@@ -650,7 +650,7 @@ class MemoryTools:
 
 
 def _learned(record: MemoryRecord) -> dict[str, Any]:
-    """What ``memory.learn`` says of one memory: ids and codes, never its text."""
+    """What ``memory_learn`` says of one memory: ids and codes, never its text."""
     return {
         "id": record.id,
         "version": record.version,

@@ -8,14 +8,14 @@
 The server offers these tools (see ``docs/mcp.md``):
 
 ============================  ============================================================
-``memory.remember``           write: an ``untrusted`` memory, quarantined in this session
-``memory.recall``             read: the escaped ``<memory-data>`` block of ``context()``
-``memory.forget``             destructive: files a request the person approves; erases nothing
-``memory.learn``              write: ``learn()`` of a passage or turns, each fact ``untrusted``
-``memory.working.set``        write: one working-memory value of this session (an upsert)
-``memory.working.get``        read: one working-memory value
-``memory.working.list``       read: every working-memory value this session sees
-``memory.working.delete``     destructive: one working-memory value of this session
+``memory_remember``           write: an ``untrusted`` memory, quarantined in this session
+``memory_recall``             read: the escaped ``<memory-data>`` block of ``context()``
+``memory_forget``             destructive: files a request the person approves; erases nothing
+``memory_learn``              write: ``learn()`` of a passage or turns, each fact ``untrusted``
+``memory_working_set``        write: one working-memory value of this session (an upsert)
+``memory_working_get``        read: one working-memory value
+``memory_working_list``       read: every working-memory value this session sees
+``memory_working_delete``     destructive: one working-memory value of this session
 ============================  ============================================================
 
 The tenant, the person, the agent and the session are the server's configuration: no tool
@@ -32,6 +32,7 @@ This module does not import the ``mcp`` package until a server is built, so
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,13 +117,19 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 
 def _implementation() -> ModuleType:
     """The module that needs ``mcp``, imported on first use."""
+    hint = "The MCP server needs the official MCP SDK: pip install 'mainsdk-memory[mcp]'."
+    try:
+        found = importlib.util.find_spec("mcp")
+    except (ImportError, ValueError):
+        found = None
+    if found is None:
+        raise ConfigurationError(hint)
     try:
         from mainsdk_memory import _mcp
     except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in {"mcp", "mcp_types"}:
-            raise ConfigurationError(
-                "The MCP server needs the official MCP SDK: pip install 'mainsdk-memory[mcp]'."
-            ) from exc
+        # the SDK's own dependencies (anyio, …) missing: a broken or partial install
+        if exc.name is not None and exc.name.split(".")[0] in {"mcp", "mcp_types", "anyio"}:
+            raise ConfigurationError(hint) from exc
         raise
     return _mcp
 

@@ -143,9 +143,12 @@ def test_the_tools_are_listed_with_annotations_and_no_scope_arguments(setup: Set
         assert set(listed) == {
             REMEMBER, RECALL, FORGET, LEARN, WORKING_SET, WORKING_GET, WORKING_LIST,
             WORKING_DELETE} == {
-            "memory.remember", "memory.recall", "memory.forget", "memory.learn",
-            "memory.working.set", "memory.working.get", "memory.working.list",
-            "memory.working.delete"}
+            "memory_remember", "memory_recall", "memory_forget", "memory_learn",
+            "memory_working_set", "memory_working_get", "memory_working_list",
+            "memory_working_delete"}
+        # OpenAI's function-name rule, which the Agents SDK and langchain-mcp-adapters
+        # forward MCP names to unchanged (ADR 0089)
+        assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in listed)
         hints = {
             name: (tool.annotations.read_only_hint, tool.annotations.destructive_hint,
                    tool.annotations.idempotent_hint, tool.annotations.open_world_hint)
@@ -626,14 +629,14 @@ def test_garbage_on_the_wire_does_not_stop_the_server(setup: Setup) -> None:
     """Below the SDK's client: lines no client would send, then a call that must still work."""
     lines = [
         "this is not json",
-        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory.recall"}}',
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory_recall"}}',
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}}),
         '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory.recall",'
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_recall",'
         '"arguments":"not an object"}}',
-        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory.recall",'
+        '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory_recall",'
         '"arguments":{"query":"anything"}}}',
     ]
     process = subprocess.Popen(
@@ -686,12 +689,17 @@ def test_a_bad_configuration_fails_at_start_with_a_message_and_no_protocol_outpu
     assert bad_tenant.stderr.startswith("memory mcp: ") and "MAIN-MEM-E010" in bad_tenant.stderr
 
 
-def test_the_sdk_imports_without_the_mcp_package() -> None:
+@pytest.mark.parametrize(
+    "missing", [("mcp",), ("mcp", "anyio"), ("anyio",)], ids=["mcp", "the-extra", "anyio"]
+)
+def test_the_sdk_imports_without_the_mcp_package(missing: tuple[str, ...]) -> None:
+    # Without the extra neither mcp nor its anyio is installed; a partial install lacks one.
     script = (
         "import sys\n"
+        f"MISSING = {missing!r}\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'mcp' or name.startswith('mcp.'):\n"
+        "        if name.split('.')[0] in MISSING:\n"
         "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
         "sys.meta_path.insert(0, Block())\n"
         "import mainsdk_memory, mainsdk_memory._cli, mainsdk_memory.mcp_server as m\n"
@@ -715,7 +723,7 @@ def test_the_docs_table_states_each_tools_annotations() -> None:
 
     page = (Path(__file__).resolve().parent.parent / "docs" / "mcp.md").read_text()
     rows = {row.split("|")[1].strip().strip("`"): row for row in page.splitlines()
-            if row.startswith("| `memory.")}
+            if row.startswith("| `memory_")}
     assert set(rows) == {tool.name for tool in TOOLS}
     for tool in TOOLS:
         hints = tool.annotations
