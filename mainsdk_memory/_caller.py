@@ -8,12 +8,20 @@ grant and kill switch, and builds the :class:`~mainsdk_memory.drivers.Filter` of
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from mainsdk_memory import tenant as _tenant
-from mainsdk_memory._errors import AgentDisabledError, ScopeError, TenantMismatchError
+from mainsdk_memory._auditing import AuditNote
+from mainsdk_memory._errors import (
+    AgentDisabledError,
+    ConsentRequiredError,
+    ScopeError,
+    TenantMismatchError,
+)
 from mainsdk_memory._services import Services
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 
@@ -151,3 +159,28 @@ class Caller:
     def guardian_policy(self) -> dict[str, Any] | None:
         """The person's guardian policy, or ``None``."""
         return self.services.control.get(self.tenant, guardian_key(self.pseudonym()))
+
+    def child_write(self) -> bool:
+        """Whether the person is a child; refuses a child's write before the guardian's
+        consent (every write: remember, learn, working memory, the ledger)."""
+        policy = self.guardian_policy()
+        if policy is None:
+            return False
+        if policy.get("consent") is None:
+            raise ConsentRequiredError
+        return True
+
+    def audited(
+        self, operation: str, memory_ids: Iterable[str] = ()
+    ) -> AbstractContextManager[AuditNote]:
+        """Resolve the tenant, then audit the call (ids and counts only)."""
+        tenant_id = self.tenant_id()
+        return self.services.audit.call(
+            tenant_id, operation, actor=self.actor, person=self.person, memory_ids=memory_ids
+        )
+
+    def control_records(self, prefix: str) -> list[tuple[str, bytes]]:
+        """The driver's control records under ``prefix``, kept to the prefix (a driver that
+        ignores it must not hand one person's records to another's read or erase)."""
+        found = self.services.driver.control_list(self.tenant, self.app, prefix)
+        return [(key, value) for key, value in found if key.startswith(prefix)]

@@ -243,15 +243,10 @@ def drop_unmentioned(caller: Caller, row_subject: str, entity_ids: Iterable[str]
 def erase_entities(caller: Caller, row_subject: str) -> None:
     """Delete every entity and alias record of ``row_subject`` (a person's erase)."""
     for prefix in (ENTITY_PREFIX, ALIAS_PREFIX):
-        for key, _ in _listed(caller, f"{prefix}{row_subject}/"):
+        for key, _ in caller.control_records(f"{prefix}{row_subject}/"):
             caller.services.driver.control_put(caller.tenant, caller.app, key, None)
 
 
-def _listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
-    """The control records under ``prefix``: the driver's answer, kept to the prefix (a
-    driver that ignores it must not make an erase delete another person's records)."""
-    found = caller.services.driver.control_list(caller.tenant, caller.app, prefix)
-    return [(key, value) for key, value in found if key.startswith(prefix)]
 
 
 def entities_of(
@@ -269,7 +264,7 @@ def entities_of(
             continue
         prefix = f"{ENTITY_PREFIX}{row_subject}/"
         found: dict[str, dict[str, Any]] = {}
-        for key, sealed in _listed(caller, prefix):
+        for key, sealed in caller.control_records(prefix):
             document = _open(caller, keys, key, sealed)
             if document is not None:
                 found[key[len(prefix):]] = document

@@ -40,10 +40,7 @@ from mainsdk_memory._errors import InvalidInputError, MemoryInjectionError
 from mainsdk_memory._person_records import (
     PERSON_RECORD_BYTES,
     PersonRecords,
-    begin,
-    child_write,
     expired,
-    listed,
     person_keys,
     require_person_records,
 )
@@ -158,7 +155,7 @@ class Episodes:
         ``flagged=True``. Returns the entry.
         """
         caller = self._caller
-        with begin(caller, "episode-append") as note:
+        with caller.audited("episode-append") as note:
             require_person_records(caller)
             services = caller.services
             if not isinstance(role, str) or role not in _ROLES:
@@ -176,7 +173,7 @@ class Episodes:
                 raise InvalidInputError(
                     f"This store holds only the labels {sorted(allowed)}; nothing was recorded."
                 )
-            child = child_write(caller)
+            child = caller.child_write()
             if child:
                 checked_labels = (*checked_labels, validate.CHILD_LABEL)
             flagged: tuple[str, ...] = ()
@@ -229,7 +226,7 @@ class Episodes:
         labels' retention are never returned.
         """
         caller = self._caller
-        with begin(caller, "episode-list") as note:
+        with caller.audited("episode-list") as note:
             require_person_records(caller)
             if session is not None:
                 session = validate.name(session, "session")
@@ -245,7 +242,7 @@ class Episodes:
             cutoffs = caller.services.retention_cutoffs()
             found: builtins.list[Episode] = []
             # Key order is time order (the core sorts: it does not rely on the driver's).
-            for key, value in reversed(sorted(listed(caller, prefix))):
+            for key, value in reversed(sorted(caller.control_records(prefix))):
                 if edge is not None and key[len(prefix) :] >= edge:
                     continue  # at or after ``before`` (the stamp then a "-": never equal)
                 document = _RECORDS.open(caller, keys, key, value)

@@ -105,7 +105,7 @@ def fork(handle: ScopedMemory, *, agent: str, session: str | None = None) -> For
         note.extra.append(("target_agent", target_agent))
         originals = _visible_originals(source)  # this handle's kill switch is checked here
         # The new agent's walls, before anything is written.
-        child = forked._child_write()  # a child's memories before consent: refused
+        child = caller_of(forked).child_write()  # a child's memories before consent: refused
         cap = check_write(target, new_personal_memory=True)  # its kill switch, rate and cap
         quarantined_left = session_only_left = flagged_left = 0
         chosen: list[_Original] = []

@@ -40,6 +40,7 @@ from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._walls import check_injection
 
 if TYPE_CHECKING:
+    from mainsdk_memory._episodes import Episode
     from mainsdk_memory._scoped import _Handle
 
 __all__ = ["EXTRACTORS", "MAX_TURNS", "MAX_TURN_CHARS", "learn", "turns_of"]
@@ -108,12 +109,12 @@ def _segments(content: object) -> list[tuple[bool, str]]:
     return [*found, (False, "\n".join(own))] if own else found
 
 
-def _one(message: object, index: int) -> tuple[str, list[tuple[bool, str]], datetime | None, bool]:
+def _one(
+    message: object, index: int, episode: type[Episode]
+) -> tuple[str, list[tuple[bool, str]], datetime | None, bool]:
     """``(role, segments, at, flagged)`` of one message in any of the accepted shapes."""
-    from mainsdk_memory._episodes import Episode  # the ledger imports this module's users
-
     at: datetime | None = None
-    if isinstance(message, Episode):
+    if isinstance(message, episode):
         return message.role, [(False, message.text)], message.at, message.flagged
     if isinstance(message, Mapping):
         role, segments = message.get("role"), _segments(message.get("content"))
@@ -153,11 +154,13 @@ def turns_of(messages: Iterable[Any]) -> _Read:
         raise InvalidInputError(
             f"A conversation is learnt {MAX_TURNS:,} messages at a time; pass it in parts."
         )
+    from mainsdk_memory._episodes import Episode  # the ledger imports this module's users
+
     turns: list[Turn] = []
     message_of: dict[int, int] = {}
     skipped = 0
     for index, message in enumerate(listed):
-        given, segments, at, flagged = _one(message, index)
+        given, segments, at, flagged = _one(message, index, Episode)
         role = _ALIASES.get(given.lower(), given.lower())
         if role in _SKIPPED or flagged:
             skipped += 1
@@ -397,7 +400,7 @@ def learn(
         caller.written_by()  # a killed agent learns nothing, chit-chat included
         child = caller.is_child()
         if child:
-            handle._child_write()  # a child's conversation before consent: refused, as a write
+            caller.child_write()  # a child's conversation before consent: refused, as a write
         use_model = extractor == "model" or (
             extractor == "auto" and services.settings.model is not None and not child
         )

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from mainsdk_memory import _validate as validate
-from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import (
-    ConsentRequiredError,
     InvalidInputError,
     MemoryCapabilityError,
     SealError,
@@ -36,10 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PERSON_RECORD_BYTES",
     "PersonRecords",
-    "begin",
-    "child_write",
     "expired",
-    "listed",
     "person_keys",
     "require_person_records",
 ]
@@ -122,7 +116,7 @@ class PersonRecords:
     def documents(self, caller: Caller, keys: SubjectKeys) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every record of this kind about the caller's person that opens, as ``(key,
         document)`` in key order (any agent's; expired ones not yet swept included)."""
-        for key, value in sorted(listed(caller, self.of(caller.pseudonym()))):
+        for key, value in sorted(caller.control_records(self.of(caller.pseudonym()))):
             document = self.open(caller, keys, key, value)
             if document is not None:
                 yield key, document
@@ -133,7 +127,7 @@ class PersonRecords:
         if pseudonym == TENANT_SUBJECT:
             return []
         erased = []
-        for key, _ in listed(caller, self.of(pseudonym)):
+        for key, _ in caller.control_records(self.of(pseudonym)):
             caller.services.driver.control_put(caller.tenant, caller.app, key, None)
             erased.append(key)
         return erased
@@ -217,32 +211,11 @@ def require_person_records(caller: Caller) -> None:
         )
 
 
-def begin(caller: Caller, operation: str) -> AbstractContextManager[AuditNote]:
-    """Resolve the tenant, then audit the call (ids and counts only)."""
-    tenant_id = caller.tenant_id()
-    return caller.services.audit.call(
-        tenant_id, operation, actor=caller.actor, person=caller.person
-    )
 
 
-def listed(caller: Caller, prefix: str) -> list[tuple[str, bytes]]:
-    """The control records under ``prefix``, kept to the prefix (a driver that ignores it
-    must not hand one person's records to another's read or erase)."""
-    found = caller.services.driver.control_list(caller.tenant, caller.app, prefix)
-    return [(key, value) for key, value in found if key.startswith(prefix)]
 
 
 def person_keys(caller: Caller, *, create: bool) -> SubjectKeys | None:
     """The person's keys (``None``: none yet, and ``create`` is false)."""
     return caller.services.subject_keys(caller.tenant, caller.person, create=create)
 
-
-def child_write(caller: Caller) -> bool:
-    """Whether the person is a child; refuses a child's write before the guardian's consent
-    (as ``remember`` does)."""
-    policy = caller.guardian_policy()
-    if policy is None:
-        return False
-    if policy.get("consent") is None:
-        raise ConsentRequiredError
-    return True

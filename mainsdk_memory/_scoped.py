@@ -38,7 +38,6 @@ from mainsdk_memory._entities import (
     resolve,
 )
 from mainsdk_memory._errors import (
-    ConsentRequiredError,
     DamagedMemoryError,
     InvalidInputError,
     MemoryCapabilityError,
@@ -155,12 +154,8 @@ class _Handle:
         self, operation: str, memory_ids: Iterable[object] = ()
     ) -> AbstractContextManager[AuditNote]:
         """Resolve the tenant, then audit the call (the kill switch is checked inside)."""
-        caller = self._caller
-        tenant_id = caller.tenant_id()
         ids = [memory_id for memory_id in memory_ids if isinstance(memory_id, str)]
-        return self._services.audit.call(
-            tenant_id, operation, actor=caller.actor, person=caller.person, memory_ids=ids
-        )
+        return self._caller.audited(operation, ids)
 
     def _language(self, language: object) -> str:
         """``language``, checked, or the Memory's when it is ``None``."""
@@ -239,15 +234,6 @@ class _Handle:
                 f"This store holds only the labels {sorted(allowed)}; nothing was stored."
             )
         return labels
-
-    def _child_write(self) -> bool:
-        """Whether the person is a child; refuses a child's write before consent."""
-        policy = self._caller.guardian_policy()
-        if policy is None:
-            return False
-        if policy.get("consent") is None:
-            raise ConsentRequiredError
-        return True
 
     def _keep_policy_labels(
         self, labels: tuple[str, ...], first: tuple[str, ...], current: StoredRow
@@ -347,7 +333,7 @@ class _Handle:
             checked_labels = _inherit_labels(
                 checked_labels, inherited, services.settings.retention
             )
-            child = subject != TENANT_SUBJECT and self._child_write()
+            child = subject != TENANT_SUBJECT and self._caller.child_write()
             if child:
                 checked_labels = tuple(dict.fromkeys((*checked_labels, validate.CHILD_LABEL)))
             check_injection(services, text, child=child)

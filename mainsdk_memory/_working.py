@@ -42,8 +42,6 @@ from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import InvalidInputError, ScopeError
 from mainsdk_memory._person_records import (
     PersonRecords,
-    begin,
-    child_write,
     expired,
     person_keys,
     require_person_records,
@@ -258,12 +256,12 @@ class WorkingMemory:
         raises :class:`MemoryInjectionError`. Any refusal stores nothing.
         """
         caller = self._caller
-        with begin(caller, "working-set") as note:
+        with caller.audited("working-set") as note:
             require_person_records(caller)
             name = _key_name(key)
             session = _session_only(caller, session_only)
             plain = _checked_value(value)
-            child = child_write(caller)
+            child = caller.child_write()
             services = caller.services
             check_injection(services, name, child=child)
             for one in _strings(plain):
@@ -293,7 +291,7 @@ class WorkingMemory:
         A value about a child that was last set longer ago than the ``child`` retention (at
         most 90 days) is never returned: it is as if deleted."""
         caller = self._caller
-        with begin(caller, "working-get") as note:
+        with caller.audited("working-get") as note:
             require_person_records(caller)
             name = _key_name(key)
             caller.written_by()  # the kill switch
@@ -316,7 +314,7 @@ class WorkingMemory:
         """Every value this handle sees, by key name (sorted): the person-wide ones, each
         shadowed by this session's value of the same key (a child's expired ones never)."""
         caller = self._caller
-        with begin(caller, "working-list") as note:
+        with caller.audited("working-list") as note:
             require_person_records(caller)
             caller.written_by()  # the kill switch
             keys = person_keys(caller, create=False)
@@ -337,7 +335,7 @@ class WorkingMemory:
         whether there was one (a child's expired value is deleted too, but was not there). The
         record is removed for good."""
         caller = self._caller
-        with begin(caller, "working-delete") as note:
+        with caller.audited("working-delete") as note:
             require_person_records(caller)
             name = _key_name(key)
             session = _session_only(caller, session_only)
