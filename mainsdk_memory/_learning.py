@@ -36,6 +36,7 @@ from mainsdk_memory._errors import (
     MemoryInjectionError,
 )
 from mainsdk_memory._extract import Candidate, Role, Turn, extract
+from mainsdk_memory._modelport import checked_identifiers
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._walls import check_injection
 
@@ -395,7 +396,7 @@ def learn(
         if at is not None:
             validate.aware(at, "at")  # checked; dates resolve in the conversation's own zone
         now = services.now() if at is None else at
-        names = _identifiers(identifiers)
+        names = checked_identifiers(identifiers)
         read = turns_of(messages)
         caller.written_by()  # a killed agent learns nothing, chit-chat included
         child = caller.is_child()
@@ -462,12 +463,3 @@ def _storable(text: str, max_chars: int) -> bool:
     except InvalidInputError:
         return False
     return True
-
-
-def _identifiers(identifiers: object) -> tuple[str, ...]:
-    if isinstance(identifiers, str) or not isinstance(identifiers, Sequence):
-        raise InvalidInputError("identifiers is a list of strings (the person's identifiers).")
-    checked = tuple(identifiers)
-    if not all(isinstance(one, str) and one.strip() for one in checked) or len(checked) > 100:
-        raise InvalidInputError("identifiers is a list of up to 100 non-empty strings.")
-    return checked

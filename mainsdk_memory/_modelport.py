@@ -32,7 +32,7 @@ from mainsdk_memory._walls import check_injection
 if TYPE_CHECKING:
     from mainsdk_memory._caller import Caller
 
-__all__ = ["available", "complete"]
+__all__ = ["available", "checked_identifiers", "complete"]
 
 _ROLES = frozenset({"system", "user", "assistant"})
 
@@ -61,12 +61,11 @@ def complete(
     restored inside the JSON, so it stays valid JSON); ``identifiers`` are further values to
     redact besides the person's id (names, handles, account numbers the app knows)."""
     services = caller.services
-    tenant_id = caller.tenant_id()
-    with services.audit.call(tenant_id, "model", actor=caller.actor, person=caller.person) as note:
+    with caller.audited("model") as note:
         purpose = validate.name(purpose, "purpose")
         note.extra.append(("purpose", purpose))
         roles, contents = _messages(messages)
-        names = _identifiers(identifiers)
+        names = checked_identifiers(identifiers)
         if schema is not None and not isinstance(schema, Mapping):
             raise InvalidInputError("schema is a JSON schema (a dict) or None.")
         model = services.settings.model
@@ -117,12 +116,14 @@ def _messages(messages: object) -> tuple[list[str], list[str]]:
     return roles, contents
 
 
-def _identifiers(identifiers: object) -> list[str]:
+def checked_identifiers(identifiers: object) -> tuple[str, ...]:
+    """``identifiers`` (more of the person's identifiers to redact), checked: a list of up to
+    100 non-empty strings."""
     if isinstance(identifiers, str) or not isinstance(identifiers, Sequence | set | frozenset):
         raise InvalidInputError("identifiers is a list of strings (names, handles, ids).")
-    names = list(identifiers)
-    if not all(isinstance(name, str) for name in names):
-        raise InvalidInputError("identifiers is a list of strings (names, handles, ids).")
+    names = tuple(identifiers)
+    if not all(isinstance(name, str) and name.strip() for name in names) or len(names) > 100:
+        raise InvalidInputError("identifiers is a list of up to 100 non-empty strings.")
     return names
 
 
