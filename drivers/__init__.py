@@ -12,6 +12,7 @@ from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._protocol import (
     BM25_B,
     BM25_K1,
+    MAX_TAGS,
     QUARANTINED_TRUST,
     TENANT_SUBJECT,
     TRUST_RANK,
@@ -31,6 +32,7 @@ from mainsdk_memory.drivers._registry import open_driver
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "MAX_TAGS",
     "QUARANTINED_TRUST",
     "TENANT_SUBJECT",
     "TRUST_RANK",

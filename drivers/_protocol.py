@@ -27,6 +27,7 @@ __all__ = [
     "Capabilities",
     "Driver",
     "EraseResult",
+    "MAX_TAGS",
     "Filter",
     "RelationDriver",
     "StoredLink",
@@ -38,6 +39,9 @@ __all__ = [
 
 #: The subject of shared, tenant-level memory (``about="tenant"``).
 TENANT_SUBJECT = "tenant"
+
+#: The most tags one stored version carries (:attr:`StoredRow.tags`).
+MAX_TAGS = 512
 
 #: Rows of this trust are quarantined: only the session that wrote them sees them.
 QUARANTINED_TRUST = "untrusted"
@@ -67,6 +71,10 @@ class Capabilities:
     person_records: bool = True
     """Holds sealed per-person records (working memory, the episodic ledger) as control
     records of up to 64 KiB, listed by prefix."""
+    tags: bool = True
+    """Stores each version's blinded tags (:attr:`StoredRow.tags`) and applies
+    :attr:`Filter.tags` and :attr:`Filter.tags_absent` in every read, through an index (a
+    read by one tag does not scan the subject's rows): caller keys and metadata filters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +104,10 @@ class StoredRow:
     """Blind-index term → count in this version's text."""
     length: int = 0
     """Number of index terms in this version's text (BM25 document length)."""
+    tags: frozenset[str] = frozenset()
+    """Blinded tags (32 lowercase hex characters each, at most :data:`MAX_TAGS`): the
+    version's caller key and filterable metadata, as keyed HMACs. Filtered on
+    (:attr:`Filter.tags`), never ranked: they are not terms and count in no BM25 statistic."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,13 +163,20 @@ class Filter:
     """Only rows of these memories (``None``: any). A read's corpus is then the rows of these
     memories alone: BM25's N, lengths and document frequencies are counted over them."""
 
+    tags: tuple[frozenset[str], ...] = ()
+    """Tag clauses, all of which a row must meet: a row meets a clause when it carries at
+    least one of its tags (``()``: no tag condition; an empty clause matches nothing). Like
+    every clause, it also bounds a search's corpus."""
+    tags_absent: frozenset[str] = frozenset()
+    """Only rows that carry none of these tags."""
+
     def visible(self, row: StoredRow) -> bool:
         """Whether ``row`` is in scope, ignoring time.
 
         Scope is tenant, app and subject; then session: a ``session_only`` row, and a
         quarantined row (trust ``untrusted``), are visible only to the session that wrote it
         (``any_session`` lifts this for a person's own rows, never for shared ones);
-        then kind, pin, writing agent and memory ids when the filter names them.
+        then kind, pin, writing agent, memory ids and tags when the filter names them.
         """
         same_session = (self.any_session and row.subject != TENANT_SUBJECT) or (
             row.session is not None and row.session == self.session
@@ -176,6 +195,8 @@ class Filter:
             and (self.kinds is None or row.kind in self.kinds)
             and (self.pinned is None or row.pinned == self.pinned)
             and (self.memory_ids is None or row.memory_id in self.memory_ids)
+            and all(not clause.isdisjoint(row.tags) for clause in self.tags)
+            and self.tags_absent.isdisjoint(row.tags)
         )
 
     def in_time(self, row: StoredRow) -> bool:

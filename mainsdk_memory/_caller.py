@@ -8,7 +8,7 @@ grant and kill switch, and builds the :class:`~mainsdk_memory.drivers.Filter` of
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -117,6 +117,20 @@ class Caller:
         # Each part is JSON-quoted, so no name can shift the boundary between two parts.
         bound = json.dumps(["session", self.pseudonym(), self.agent, self.session])
         return "s_" + keys.blind(bound)
+
+    def blinds(self) -> list[Callable[[str], str]]:
+        """The blinding of the person's and the tenant's keys (the person's only once they
+        hold memories): a read's terms and tags are blinded under both, since the index
+        holds both."""
+        services = self.services
+        return [
+            keys.blind
+            for keys in (
+                services.subject_keys(self.tenant, self.person, create=False),
+                services.subject_keys(self.tenant, TENANT_SUBJECT, create=True),
+            )
+            if keys is not None
+        ]
 
     def filter(
         self,

@@ -300,8 +300,8 @@ def _read_all(caller: Caller) -> tuple[list[_Evidence], list[MemoryRecord], int]
     for row, record in opened:
         if record.id not in kept:
             continue
-        if record.trust is Trust.UNTRUSTED or record.session_only:
-            left_out += 1
+        if record.trust is Trust.UNTRUSTED or record.session_only or record.key is not None:
+            left_out += 1  # (a keyed memory is the app's: never merged away from its key)
         elif record.kind is Kind.INSIGHT:
             insights.append(record)
         elif validate.CHILD_LABEL in record.labels or record.status != "active":

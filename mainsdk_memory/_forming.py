@@ -27,6 +27,7 @@ from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
 from mainsdk_memory._records import MemoryRecord
 from mainsdk_memory._sealing import open_record
+from mainsdk_memory._tags import key_tag, require_tags
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
@@ -34,6 +35,7 @@ from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
 __all__ = [
     "NEIGHBOURS",
     "Held",
+    "by_key",
     "fact_key",
     "keyed",
     "neighbours",
@@ -43,6 +45,9 @@ __all__ = [
 
 #: How many memories a candidate is compared with: the best of each ranking.
 NEIGHBOURS: Final = 5
+# How many rows with one caller key are read: one, and the few quarantined or session-only
+# memories beside it that its session may see.
+_KEYED: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,20 @@ def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | No
         ):
             return held
     return None
+
+
+def by_key(caller: Caller, subject: str, key: str) -> Held | None:
+    """The newest current memory of ``subject`` with caller key ``key`` the caller may see,
+    found through the store's tag index (its opened key must be ``key``: a collision of
+    tags is no match)."""
+    require_tags(caller, "A caller key")
+    keys = caller.services.subject_keys(caller.tenant, subject, create=False)
+    if keys is None:
+        return None
+    tag = frozenset({key_tag(keys.blind, key)})
+    where = dataclasses.replace(scope_filter(caller, subject), tags=(tag,))
+    rows = caller.services.store.list(where, limit=_KEYED)
+    return next((held for held in _opened(caller, rows, {}) if held.record.key == key), None)
 
 
 def neighbours(

@@ -420,6 +420,7 @@ def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
         "status": current.status,
         "derived_from": list(current.derived_from),
         "forked_from": current.forked_from,
+        "key": current.key,
         "versions": [
             {
                 "version": v.version,
@@ -436,6 +437,7 @@ def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
                 "formation": None if v.formation is None else v.formation.model_dump(mode="json"),
                 "status": v.status,
                 "revision": None if v.revision is None else v.revision.model_dump(mode="json"),
+                "metadata": v.metadata,
             }
             for v in versions
         ],

@@ -21,10 +21,11 @@ from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError, Memory
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._records import Hit, MemoryRecord
 from mainsdk_memory._sealing import open_record, open_vector
+from mainsdk_memory._tags import by_tags
 from mainsdk_memory._text import DEFAULT_LANGUAGE, index_terms, query_terms
 from mainsdk_memory._vectors import CANDIDATES
 from mainsdk_memory._walls import screen
-from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow, VectorEntry
+from mainsdk_memory.drivers import Filter, StoredRow, VectorEntry
 from mainsdk_memory.drivers._bm25 import TRUST_RANK, order_key
 
 __all__ = ["MODES", "RANKINGS", "Ranking", "RecallMode", "opened_vector", "query_groups", "recall"]
@@ -49,16 +50,8 @@ def query_groups(caller: Caller, query: str, language: str = DEFAULT_LANGUAGE) -
 def _blinded(caller: Caller, asked: list[frozenset[str]]) -> list[set[str]]:
     """Each group of terms as the blind tokens of them under the person's and the tenant's
     keys (the index holds both)."""
-    services = caller.services
-    vocabularies = [
-        keys
-        for keys in (
-            services.subject_keys(caller.tenant, caller.person, create=False),
-            services.subject_keys(caller.tenant, TENANT_SUBJECT, create=True),
-        )
-        if keys is not None
-    ]
-    return [{keys.blind(term) for keys in vocabularies for term in group} for group in asked]
+    blinds = caller.blinds()
+    return [{blind(term) for blind in blinds for term in group} for group in asked]
 
 
 def recall(
@@ -74,13 +67,15 @@ def recall(
     language: str = DEFAULT_LANGUAGE,
     note: AuditNote | None = None,
     memory_ids: frozenset[str] | None = None,
+    matching: object = None,
 ) -> list[Hit]:
     """The best ``top_k`` memories for ``query`` the caller may see (see ``recall()``).
 
     ``count_uses`` records each returned memory as used (a handle's ``recall``, not
     ``context``); ``ranking="relevance"`` leaves the signals of :mod:`._signals` out;
     ``memory_ids`` narrows every ranking to those memories (the driver filters, so no
-    match is lost to a top-k cut).
+    match is lost to a top-k cut); so does ``matching``, a metadata filter
+    (``recall(where=...)``, :mod:`._tags`).
     """
     services = caller.services
     query = validate.text(query, services.settings.max_text_chars, "query")
@@ -119,6 +114,7 @@ def recall(
     where = caller.filter(kinds=checked_kinds, as_of=when)
     if memory_ids is not None:
         where = dataclasses.replace(where, memory_ids=memory_ids)
+    where = by_tags(caller, where, matching)
     store = services.store
     model = None
     if use_text and use_vectors:

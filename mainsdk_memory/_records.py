@@ -259,6 +259,11 @@ class MemoryRecord(BaseModel):
     """The memories an insight was derived from (``remember(..., derived_from=[...])``)."""
     forked_from: str | None = None
     """The memory this one is a copy of, when a fork (``ScopedMemory.fork``) wrote it."""
+    key: str | None = None
+    """The caller's own id for the memory (``remember(key=...)``; ``get(key=...)`` finds it)."""
+    metadata: dict[str, Any] | None = None
+    """The memory's JSON metadata (``remember(metadata=...)``), sealed with it; filter on its
+    top-level fields with ``recall(where=...)`` and ``list(where=...)``."""
 
     @property
     def quarantined(self) -> bool:
@@ -278,7 +283,7 @@ class MemoryRecord(BaseModel):
     def __repr_args__(self) -> Any:
         # Keep memory text and data out of reprs, so a stray log line shows ids only.
         for name, value in super().__repr_args__():
-            yield (name, "<hidden>" if name in {"text", "data"} else value)
+            yield (name, "<hidden>" if name in {"text", "data", "key", "metadata"} else value)
 
 
 class Hit(BaseModel):

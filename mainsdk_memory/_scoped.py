@@ -13,6 +13,7 @@ import base64
 import builtins
 import contextlib
 import dataclasses
+import enum
 import json
 import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,6 +51,7 @@ from mainsdk_memory._errors import (
 from mainsdk_memory._formation import Decision, classify, refined_text
 from mainsdk_memory._forming import (
     Held,
+    by_key,
     fact_key,
     keyed,
     neighbours,
@@ -103,10 +105,12 @@ from mainsdk_memory._sealing import (
 )
 from mainsdk_memory._signals import count_uses, feedback_value
 from mainsdk_memory._signals import feedback as add_feedback
+from mainsdk_memory._tags import by_tags, check_key, check_metadata, require_tags
 from mainsdk_memory._text import check_language
 from mainsdk_memory._walls import (
     check_injection,
     check_write,
+    checked_text,
     record_clean_verdict,
     revised_trust,
     screen,
@@ -121,6 +125,15 @@ if TYPE_CHECKING:
     from mainsdk_memory._working import WorkingMemory
 
 __all__ = ["PersonMemory", "ScopedMemory", "caller_of"]
+
+
+class _Keep(enum.Enum):
+    """A next version keeps the current one's metadata."""
+
+    KEEP = enum.auto()
+
+
+_KEEP = _Keep.KEEP
 
 
 class _Handle:
@@ -280,6 +293,8 @@ class _Handle:
         language: str | None = None,
         formation: bool | None = None,
         derived_from: Sequence[str] | None = None,
+        key: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> MemoryRecord:
         """Remember ``text``: formation decides how it joins what is held, and the memory
         it wrote or found is returned.
@@ -307,8 +322,26 @@ class _Handle:
         ``derived_from`` names the memories an insight was derived from (needs the
         ``relations`` capability): forgetting any of them forgets it too. ``language``
         (default: the Memory's, English unless opened with ``language=``) is the one its
-        words are stemmed in. The injection check runs first; a flagged text raises
-        :class:`MemoryInjectionError` and nothing is stored.
+        words are stemmed in.
+
+        ``key`` is the caller's own id for the memory (1 to 512 characters), sealed, and
+        found again by :meth:`get` (``key=``) through a blinded tag: when a current memory
+        of the subject with that key is visible to this handle, this write is its next
+        version (kind, labels, metadata, data and source from this call; formation
+        ``supersession``, reason ``same-key``), an identical one writes nothing
+        (``duplicate``, ``same-key-same-value``), else a new memory (``novel``,
+        ``new-key``); formation against other memories is skipped. Upserts of one key are
+        serialised in every process, so concurrent ones leave one memory with a linear
+        history. Text from a tool, MCP server, web page or import never replaces a keyed
+        memory that is not quarantined (nor the reverse, nor across ``session_only``): it
+        becomes a memory of its own with the same key, ``related`` to it, and ``get``
+        returns the newest one a handle sees. ``metadata`` is a JSON object (at most 1 MiB)
+        sealed with the memory and kept by :meth:`revise`; its top-level strings, numbers,
+        booleans and nulls can be filtered on (``recall(where=...)``, ``list(where=...)``);
+        it is not searched as text and not shown in :meth:`context`.
+
+        The injection check runs first, over the text and every string of the metadata; a
+        flagged memory raises :class:`MemoryInjectionError` and nothing is stored.
         """
         with self._begin("remember") as note:
             caller, services = self._caller, self._services
@@ -328,6 +361,15 @@ class _Handle:
                 )
             data = validate.data(data)
             key_names = () if data is None else (fact_key(data) or ())  # checked here, early
+            checked_key = None if key is None else check_key(key)
+            checked_metadata = check_metadata(metadata)
+            if checked_key is not None:
+                require_tags(caller, "A caller key")
+                if derived_from is not None:
+                    raise InvalidInputError(
+                        "A memory with a key is not an insight: remember it without key= "
+                        "or without derived_from=; nothing was stored."
+                    )
             start = None if valid_from is None else validate.aware(valid_from, "valid_from")
             sources, oldest, inherited = self._derived_sources(derived_from, subject)
             checked_labels = _inherit_labels(
@@ -336,7 +378,7 @@ class _Handle:
             child = subject != TENANT_SUBJECT and self._caller.child_write()
             if child:
                 checked_labels = tuple(dict.fromkeys((*checked_labels, validate.CHILD_LABEL)))
-            check_injection(services, text, child=child)
+            check_injection(services, checked_text(text, checked_metadata), child=child)
             cap = check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
             now = services.now()
             fields, data_type = self._data_fields(data)
@@ -360,9 +402,11 @@ class _Handle:
                 language=checked_language,
                 derived_from=tuple(memory_id for _, memory_id in sources),
                 fact_key=key_names,
+                key=checked_key,
+                metadata=checked_metadata,
             )
             new = _New(subject, contents, pinned, cap, child, sources, oldest)
-            if not formation:
+            if not formation and checked_key is None:
                 return self._write_new(new, note, None, None)
             anchors = services.keys.anchors
             lock = anchors.formation_lock(
@@ -372,6 +416,8 @@ class _Handle:
             with lock:
                 for attempt in range(_FORMATION_ATTEMPTS):
                     try:
+                        if checked_key is not None:
+                            return self._upsert(new, note, explicit_start=start is not None)
                         return self._form(new, data, note, explicit_start=start is not None)
                     except (MemoryConflictError, MemoryNotFound):
                         # Another writer revised, retracted or forgot the memory it was formed
@@ -415,6 +461,58 @@ class _Handle:
             )
         pairs = [(row_subject, memory_id) for memory_id, row_subject in found.items()]
         return pairs, oldest, tuple(labels)
+
+    def _upsert(self, new: _New, note: AuditNote, *, explicit_start: bool) -> MemoryRecord:
+        """Write ``new`` as the next version of the memory holding its caller key, or as a
+        new memory when none this handle sees does (under the subject's formation lock)."""
+        contents = new.contents
+        assert contents.key is not None  # noqa: S101 - only keyed writes come here
+        held = by_key(self._caller, new.subject, contents.key)
+        if held is None:
+            return self._write_new(new, note, Decision("novel", None, "new-key"), None)
+        current, record = held.row, held.record
+        untrusted = contents.trust is Trust.UNTRUSTED
+        if (
+            untrusted != (current.trust == Trust.UNTRUSTED.value)
+            or contents.session_only != current.session_only
+            or (explicit_start and contents.valid_from < current.valid_from)
+        ):
+            # The walls of formation: a memory of its own beside the one it may not replace.
+            decision = Decision("related", record.id, "not-allowed")
+            return self._write_new(new, note, decision, held)
+        same = (
+            record.text == contents.text
+            and record.kind is contents.kind
+            and record.labels == contents.labels
+            and record.metadata == contents.metadata
+            and self._sealed_data(record) == contents.data
+        )
+        if same:
+            decision = Decision("duplicate", record.id, "same-key-same-value")
+            return self._duplicate(decision, held, note, reinforce=False)
+        note.memory_ids.append(current.memory_id)
+        note.extra.append(("formation", "supersession"))
+        revised = self._next_version(
+            current.memory_id,
+            contents.text,
+            kind=contents.kind,
+            source=contents.source,
+            start=contents.valid_from if explicit_start else None,
+            labels=contents.labels,
+            data=(contents.data, contents.data_type),
+            language=contents.language,
+            formation=Formation(outcome="supersession", target=record.id, reason="same-key"),
+            fact_key_names=contents.fact_key,
+            metadata=contents.metadata,
+            expected=current.version,
+        )
+        self._link(revised, current.subject)
+        return revised
+
+    @staticmethod
+    def _sealed_data(record: MemoryRecord) -> Any:
+        data = record.data
+        return data.model_dump(mode="json") if isinstance(data, BaseModel) else data
 
     def _form(
         self, new: _New, data: BaseModel | None, note: AuditNote, *, explicit_start: bool
@@ -669,9 +767,11 @@ class _Handle:
         fact_key_names: tuple[str, ...] = (),
         vector: npt.NDArray[np.float32] | None = None,
         expected: int | None = None,
+        metadata: dict[str, Any] | _Keep | None = _KEEP,
     ) -> MemoryRecord:
-        """Write the memory's next version (``revise``, and formation's supersessions and
-        refinements): checked as ``revise`` documents, closing the current one.
+        """Write the memory's next version (``revise``, formation's supersessions and
+        refinements, a keyed upsert): checked as ``revise`` documents, closing the current
+        one; the key stays, and so does the metadata unless ``metadata`` replaces it.
         ``expected`` is the version formation decided against: if another version landed
         since, :class:`MemoryConflictError` (formation decides again)."""
         caller, services = self._caller, self._services
@@ -704,7 +804,8 @@ class _Handle:
                 "(quarantined in this session) instead."
             )
         child = validate.CHILD_LABEL in checked_labels
-        check_injection(services, text, child=child)
+        kept_metadata = held.metadata if isinstance(metadata, _Keep) else metadata
+        check_injection(services, checked_text(text, kept_metadata), child=child)
         check_write(caller, new_personal_memory=False)
         now = services.now()
         if start is None:
@@ -731,6 +832,8 @@ class _Handle:
             derived_from=held.derived_from,
             forked_from=held.forked_from,
             fact_key=fact_key_names,
+            key=held.key,
+            metadata=kept_metadata,
         )
         place = next_place(caller, current)
         row = seal(caller, contents, place)
@@ -1067,11 +1170,27 @@ class _Handle:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get(self, memory_id: str) -> MemoryRecord:
-        """The memory's current version."""
-        with self._begin("get", [memory_id]):
-            _, current = self._current_row(memory_id)
-            return open_record(self._caller, current)
+    def get(
+        self, memory_id: str | None = None, *, key: str | None = None, about: str | None = None
+    ) -> MemoryRecord:
+        """The memory's current version: by id, or by the caller key it was remembered with
+        (``key=``; ``about``, default the person acted for, or ``"tenant"``), found through
+        the store's blinded tag index, never by paging. With a key, the newest current
+        memory with it this handle sees (:class:`MemoryNotFound` when there is none)."""
+        if (memory_id is None) == (key is None):
+            raise InvalidInputError("get takes a memory id or key=, exactly one of them.")
+        if about is not None and key is None:
+            raise InvalidInputError("about= goes with key= (a memory id names its subject).")
+        if memory_id is not None:
+            with self._begin("get", [memory_id]):
+                _, current = self._current_row(memory_id)
+                return open_record(self._caller, current)
+        with self._begin("get") as note:
+            held = by_key(self._caller, self._caller.about(about), check_key(key))
+            if held is None:
+                raise MemoryNotFound
+            note.memory_ids.append(held.record.id)
+            return held.record
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
         """Every version of the memory this caller may see, oldest first.
@@ -1095,15 +1214,17 @@ class _Handle:
         kinds: Iterable[str] | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> Page:
-        """Current memories in scope, newest first, ``limit`` at a time."""
+        """Current memories in scope, newest first, ``limit`` at a time; ``where`` filters
+        on metadata as :meth:`recall` does, in the store (every page holds only matches)."""
         with self._begin("list") as note:
             caller = self._caller
             checked_kinds = validate.kinds(kinds)
             limit = validate.top_k(limit, "limit")
             after = None if cursor is None else _decode_cursor(cursor)
-            where = caller.filter(kinds=checked_kinds)
-            rows = self._services.store.list(where, limit=limit + 1, after=after)
+            scope = by_tags(caller, caller.filter(kinds=checked_kinds), where)
+            rows = self._services.store.list(scope, limit=limit + 1, after=after)
             more = len(rows) > limit
             rows = rows[:limit]
             next_cursor = _encode_cursor(rows[-1]) if more and rows else None
@@ -1141,6 +1262,7 @@ class _Handle:
         ranking: Ranking = "signals",
         language: str | None = None,
         entity: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> builtins.list[Hit]:
         """The memories that best match ``query``, best first, each with a score in [0, 1].
 
@@ -1161,6 +1283,14 @@ class _Handle:
         finds the memories written in it. ``entity`` (a name, an alias or an ``ent_…`` id;
         needs ``relations``) narrows the recall to the memories that mention it. Memories
         the injection check flags are left out (and audited by id).
+
+        ``where`` filters on metadata (``remember(metadata=...)``) inside the store, before
+        any ranking cuts: ``{"field": value}`` (JSON equality: ``1`` equals ``1.0``, ``True``
+        is not ``1``), or per field a dict of operators, all of which must hold: ``$eq``,
+        ``$ne`` (also matches memories without the field, as in MongoDB), ``$in`` (a list),
+        and the ranges ``$gt``, ``$gte``, ``$lt``, ``$lte``, which compare numbers (a float,
+        or a whole number within ±2**53). Only top-level strings, numbers, booleans and
+        nulls are filterable.
         """
         with self._begin("recall") as note:
             narrowed = None if entity is None else self._mentioning(entity)
@@ -1179,6 +1309,7 @@ class _Handle:
                 language=self._language(language),
                 note=note,
                 memory_ids=narrowed,
+                matching=where,
             )
             note.memory_ids.extend(hit.record.id for hit in hits)
             note.count = len(hits)
@@ -1191,8 +1322,10 @@ class _Handle:
         top_k: int = 5,
         max_chars: int | None = None,
         language: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> str:
-        """One untrusted-data block for a user message: pinned memories first, then matches.
+        """One untrusted-data block for a user message: pinned memories first, then matches
+        (``where`` narrows the matches by metadata, as in :meth:`recall`).
 
         Every memory's text is escaped so nothing inside it can close the block or forge an
         entry; with ``max_chars`` whole entries are dropped from the end to fit. A memory that
@@ -1210,6 +1343,7 @@ class _Handle:
                 as_of=None,
                 language=self._language(language),
                 note=note,
+                matching=where,
             )
             pinned = pinned_records(self._caller)
             shown = [*pinned, *(hit.record for hit in hits)]

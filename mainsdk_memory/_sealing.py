@@ -39,6 +39,7 @@ from mainsdk_memory._records import (
     Source,
     Trust,
 )
+from mainsdk_memory._tags import version_tags
 from mainsdk_memory._text import DEFAULT_LANGUAGE, check_language, index_terms
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow, VectorEntry
@@ -143,6 +144,10 @@ class Contents:
     """The fields of ``data`` that identify its fact (its model's ``fact_key``), if any."""
     forked_from: str | None = None
     """The memory this one was copied from by a fork (:mod:`mainsdk_memory._fork`)."""
+    key: str | None = field(default=None, repr=False)
+    """The caller's key of the memory (``remember(key=...)``), if it has one."""
+    metadata: dict[str, Any] | None = field(default=None, repr=False)
+    """The memory's JSON metadata (``remember(metadata=...)``), if any."""
 
     @property
     def closed(self) -> bool:
@@ -185,6 +190,10 @@ class Contents:
             document["fact_key"] = list(self.fact_key)
         if self.forked_from is not None:
             document["forked_from"] = self.forked_from
+        if self.key is not None:
+            document["key"] = self.key
+        if self.metadata is not None:
+            document["metadata"] = self.metadata
         return document
 
     def key_term(self) -> str | None:
@@ -320,6 +329,7 @@ def seal(caller: Caller, contents: Contents, place: Place) -> StoredRow:
         sealed=sealed,
         terms=counts,
         length=len(terms),
+        tags=version_tags(keys.blind, contents.key, contents.metadata),
     )
 
 
@@ -398,6 +408,8 @@ def _decrypt(
             derived_from=tuple(str(one) for one in payload.get("derived_from", ())),
             fact_key=tuple(str(one) for one in payload.get("fact_key", ())),
             forked_from=_forked_from(payload.get("forked_from")),
+            key=_optional_str(payload.get("key"), "key"),
+            metadata=_metadata(payload.get("metadata")),
         )
     except (KeyError, TypeError, ValueError, ValidationError, InvalidInputError):
         raise SealError from None
@@ -425,9 +437,19 @@ def _optional(model: type[_Model], value: object) -> _Model | None:
 
 
 def _forked_from(value: object) -> str | None:
+    return _optional_str(value, "forked_from")
+
+
+def _optional_str(value: object, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise ValueError("forked_from")
+    raise ValueError(what)
+
+
+def _metadata(value: object) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    raise ValueError("metadata")
 
 
 def _status(value: object) -> MemoryStatus:
@@ -476,6 +498,8 @@ def to_record(caller: Caller, row: StoredRow, contents: Contents) -> MemoryRecor
         revision=contents.revision,
         derived_from=contents.derived_from,
         forked_from=contents.forked_from,
+        key=contents.key,
+        metadata=contents.metadata,
     )
 
 

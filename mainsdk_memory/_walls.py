@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._errors import MemoryInjectionError
@@ -26,6 +27,7 @@ __all__ = [
     "Verdicts",
     "check_injection",
     "check_write",
+    "checked_text",
     "record_clean_verdict",
     "revised_trust",
     "screen",
@@ -103,6 +105,29 @@ def check_injection(services: Services, text: str, *, child: bool = False) -> No
         raise MemoryInjectionError(rules)
 
 
+def checked_text(text: str, metadata: Mapping[str, Any] | None) -> str:
+    """What the injection check reads of a memory: its text, then every string in its
+    metadata (names and values, one per line): metadata goes back to the app, and often to
+    a model, as much as the text does."""
+    if not metadata:
+        return text
+    strings: list[str] = [text]
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, Mapping):
+            for name, one in value.items():
+                strings.append(str(name))
+                walk(one)
+        elif isinstance(value, list):
+            for one in value:
+                walk(one)
+
+    walk(metadata)
+    return "\n".join(strings)
+
+
 def check_write(caller: Caller, *, new_personal_memory: bool) -> int | None:
     """An agent's write: its kill switch and its rate; returns its cap of memories per person
     for a new personal memory (counted when the memory is anchored, atomically across
@@ -133,7 +158,7 @@ def screen(caller: Caller, records: list[MemoryRecord]) -> list[MemoryRecord]:
         key = (caller.tenant, services.app, record.id, record.version, child)
         rules = services.verdicts.get(key)
         if rules is None:
-            rules = _rules(services, record.text, child=child)
+            rules = _rules(services, checked_text(record.text, record.metadata), child=child)
             services.verdicts.put(key, rules)
         if not rules:
             kept.append(record)

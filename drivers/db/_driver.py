@@ -5,7 +5,10 @@ Search computes BM25 in the database over a postings table and re-scores the few
 candidates with the BM25 kernel that :func:`bm25_rank` runs (:mod:`._search`), then loads
 whole rows only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
 are opaque bytes in their own table, written with their version and erased with it;
-:meth:`DbDriver.vectors` sends only those the caller does not hold yet. Links (``relations``)
+:meth:`DbDriver.vectors` sends only those the caller does not hold yet. A version's blinded
+tags are rows of ``memory_tags`` keyed like its postings, written in the transaction that
+writes it and erased with it; every read's scope applies the filter's tag clauses through
+that table's primary key (:mod:`._scope`). Links (``relations``)
 are rows of ``memory_links``: a batch is one transaction of upserts, and erasing a memory
 deletes every link with it at either end in the transaction that deletes its versions.
 
@@ -62,6 +65,7 @@ from mainsdk_memory.drivers._protocol import (
     StoredRow,
     VectorEntry,
 )
+from mainsdk_memory.drivers._tags import check_rows_tags, checked_tags
 from mainsdk_memory.drivers.db._damage import DECODE_ERRORS, DamagedRow, damaged_error, fetch_each
 from mainsdk_memory.drivers.db._engine import (
     APP_ROLE,
@@ -78,6 +82,7 @@ from mainsdk_memory.drivers.db._schema import (
     LINKS,
     POSTINGS,
     SCHEMA,
+    TAGS,
     VERSIONS,
     UtcTimestamp,
     apply_migrations,
@@ -130,7 +135,9 @@ def _row_values(row: StoredRow) -> dict[str, Any]:
     }
 
 
-def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
+def _stored_row(
+    found: Row[Any], terms: Mapping[str, int], tags: Collection[str] = ()
+) -> StoredRow:
     """The version a fetched row holds; :class:`DamagedRow` if a cell cannot be decoded.
 
     Each cell is checked for its type as well (SQLite keeps any value in any column), so a
@@ -159,6 +166,7 @@ def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
             )
             and (found.valid_to is None or isinstance(found.valid_to, datetime))
             and all(type(term) is str and type(tf) is int for term, tf in terms.items())
+            and all(type(tag) is str for tag in tags)
         ):
             raise TypeError("a cell of the wrong type")
         return StoredRow(
@@ -181,6 +189,7 @@ def _stored_row(found: Row[Any], terms: Mapping[str, int]) -> StoredRow:
             sealed=bytes(found.sealed),
             terms=dict(terms),
             length=found.length,
+            tags=frozenset(tags),
         )
     except DECODE_ERRORS as exc:
         raise DamagedRow(found.doc) from exc
@@ -247,6 +256,23 @@ def _terms_statement() -> Select[Any]:
     return select(p.doc, p.term, p.tf).where(
         p.tenant == bindparam("tenant"), p.doc.in_(bindparam("docs", expanding=True))
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _tags_statement() -> Select[Any]:
+    """The tags of versions, by document id (memory_tags_doc)."""
+    t = TAGS.c
+    return select(t.doc, t.tag).where(
+        t.tenant == bindparam("tenant"), t.doc.in_(bindparam("docs", expanding=True))
+    )
+
+
+def _tag_values(row: StoredRow, doc: int) -> builtins.list[dict[str, Any]]:
+    """The memory_tags rows of ``row``, stored as document ``doc``."""
+    return [
+        {"tenant": row.tenant, "app": row.app, "subject": row.subject, "tag": tag, "doc": doc}
+        for tag in sorted(row.tags)
+    ]
 
 
 class DbDriver(BaseDriver):
@@ -381,16 +407,33 @@ class DbDriver(BaseDriver):
                 found[doc][term] = tf
         return found
 
+    def _tags(
+        self, connection: Connection, tenant: str, docs: Collection[int]
+    ) -> dict[int, builtins.list[str]]:
+        """The blinded tags of the given versions, by document id."""
+        found: dict[int, builtins.list[str]] = {doc: [] for doc in docs}
+        ordered = sorted(found)
+        for start in range(0, len(ordered), _CHUNK):
+            result = connection.execute(
+                _tags_statement(), {"tenant": tenant, "docs": ordered[start : start + _CHUNK]}
+            )
+            for doc, tag in result:
+                found[doc].append(tag)
+        return found
+
     def _full_rows(
         self, connection: Connection, tenant: str, found: Sequence[Row[Any]]
     ) -> tuple[dict[int, StoredRow], set[int]]:
-        """The fetched rows decoded, by document id, and the documents that cannot be."""
-        terms = self._terms(connection, tenant, [r.doc for r in found])
+        """The fetched rows decoded, with their terms and tags, by document id, and the
+        documents that cannot be."""
+        docs = [r.doc for r in found]
+        terms = self._terms(connection, tenant, docs)
+        tags = self._tags(connection, tenant, docs)
         decoded: dict[int, StoredRow] = {}
         broken: set[int] = set()
         for r in found:
             try:
-                decoded[r.doc] = _stored_row(r, terms[r.doc])
+                decoded[r.doc] = _stored_row(r, terms[r.doc], tags[r.doc])
             except DamagedRow as exc:
                 broken.add(exc.doc)
         return decoded, broken
@@ -435,7 +478,10 @@ class DbDriver(BaseDriver):
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
     ) -> None:
         """Store a new memory, or version ``closes + 1`` closing version ``closes``, atomically,
-        with its postings and, if given, its sealed embedding ``vector``.
+        with its postings, its tags and, if given, its sealed embedding ``vector``.
+
+        Tags that are not well-formed (:mod:`mainsdk_memory.drivers._tags`) raise
+        :class:`~mainsdk_memory.InvalidInputError` before anything is written.
 
         The close is ``UPDATE … WHERE version = closes AND valid_to IS NULL``: if it touches
         no row, another writer revised the memory first and nothing changes. A second writer
@@ -444,6 +490,7 @@ class DbDriver(BaseDriver):
         v = VERSIONS.c
         if vector is not None and not isinstance(vector, bytes | bytearray | memoryview):
             raise TypeError("vector must be bytes (the sealed embedding) or None")
+        checked_tags(row.tags)
         with translated("storing a memory"):
             try:
                 with transaction(
@@ -484,6 +531,8 @@ class DbDriver(BaseDriver):
                     ]
                     if postings:
                         connection.execute(insert(POSTINGS), postings)
+                    if row.tags:
+                        connection.execute(insert(TAGS), _tag_values(row, doc))
                     if vector is not None:
                         connection.execute(
                             insert(EMBEDDINGS),
@@ -515,10 +564,13 @@ class DbDriver(BaseDriver):
         revisions, so load every version of a memory here or none. ``vectors`` maps
         ``(memory_id, version)`` to that version's sealed embedding. All rows must belong to
         one tenant (one transaction runs as one tenant on PostgreSQL). A row whose version
-        exists already raises :class:`~mainsdk_memory.MemoryConflictError` and loads nothing.
+        exists already raises :class:`~mainsdk_memory.MemoryConflictError`, and a row whose
+        tags are not well-formed :class:`~mainsdk_memory.InvalidInputError`; either loads
+        nothing.
         """
         if not rows:
             return
+        check_rows_tags(rows)
         tenant = rows[0].tenant
         if any(row.tenant != tenant for row in rows):
             raise ValueError("bulk_put loads the rows of one tenant at a time")
@@ -556,6 +608,16 @@ class DbDriver(BaseDriver):
                         ]
                         if postings:
                             connection.execute(insert(POSTINGS), postings)
+                        tags = [
+                            tag
+                            for row in chunk
+                            if row.tags
+                            for tag in _tag_values(
+                                row, docs[(row.app, row.memory_id, row.version)]
+                            )
+                        ]
+                        for begin in range(0, len(tags), _CHUNK * 4):
+                            connection.execute(insert(TAGS), tags[begin : begin + _CHUNK * 4])
                         embeddings = [
                             {
                                 "tenant": row.tenant,
@@ -783,7 +845,8 @@ class DbDriver(BaseDriver):
         entries, on PostgreSQL: the count, greatest and sum of the document ids of the rows
         ``where`` selects that have an embedding. An identity column never gives an id twice,
         so a version added, closed, erased or given an embedding changes it; a filter with
-        ``memory_ids`` adds a digest of the ids, so two sets of ids never share a token.
+        ``memory_ids`` or tag clauses adds a digest of them, so two such filters never share a
+        token.
         ``None`` on SQLite, whose rowid can be given again after the newest row is deleted
         (the caller then reads the vectors)."""
         if self.dialect != "postgresql":
@@ -796,10 +859,15 @@ class DbDriver(BaseDriver):
                 _vector_state_statement(self.dialect, scope_shape(where)), scope_params(where)
             ).one()
         state = (int(count), int(greatest), int(total))
-        if where.memory_ids is None:
+        if where.memory_ids is None and not where.tags and not where.tags_absent:
             return state
-        ids = "\n".join(sorted(where.memory_ids)).encode("utf-8")
-        return (*state, hashlib.blake2b(ids, digest_size=16).hexdigest())
+        named = [
+            None if where.memory_ids is None else sorted(where.memory_ids),
+            [sorted(clause) for clause in where.tags],
+            sorted(where.tags_absent),
+        ]
+        digest = hashlib.blake2b(json.dumps(named).encode("utf-8"), digest_size=16)
+        return (*state, digest.hexdigest())
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -850,9 +918,9 @@ class DbDriver(BaseDriver):
         ]
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
-        """DELETE every version, posting and embedding of the memory, and every link with it
-        at either end (any subject), in one transaction, then commit."""
-        v, p, e, n = VERSIONS.c, POSTINGS.c, EMBEDDINGS.c, LINKS.c
+        """DELETE every version, posting, tag and embedding of the memory, and every link with
+        it at either end (any subject), in one transaction, then commit."""
+        v, p, e, n, t = VERSIONS.c, POSTINGS.c, EMBEDDINGS.c, LINKS.c, TAGS.c
         with (
             translated("erasing a memory"),
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
@@ -868,6 +936,7 @@ class DbDriver(BaseDriver):
             docs = [doc for _, doc in erased]
             if docs:
                 connection.execute(delete(POSTINGS).where(p.tenant == tenant, p.doc.in_(docs)))
+                connection.execute(delete(TAGS).where(t.tenant == tenant, t.doc.in_(docs)))
             connection.execute(
                 delete(EMBEDDINGS).where(
                     e.tenant == tenant, e.app == app, e.subject == subject, e.memory_id == memory_id
@@ -1075,7 +1144,7 @@ class DbDriver(BaseDriver):
                         "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
                         "security hides every row from anyone else."
                     )
-            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS):
+            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, TAGS):
                 order = list(table.primary_key.columns)
                 result = connection.execute(select(table).order_by(*order))
                 try:

@@ -1,6 +1,6 @@
 """The db driver's tables and their versioned, explicit migrations (``memory db upgrade URL``).
 
-Schema version 3 (the current one)::
+Schema version 4 (the current one)::
 
     memory_versions   one row per version of a memory                  (tenant data, RLS)
         UNIQUE (tenant, app, memory_id, version)   the optimistic-concurrency key (the
@@ -38,21 +38,27 @@ Schema version 3 (the current one)::
         sealed                                 kind, weight and time, sealed by the SDK
         memory_links_source  (tenant, app, source)   a read, or an erase, by either end
         memory_links_target  (tenant, app, target)
+    memory_tags       one row per blinded tag of a version: caller keys, metadata
+                                                                       (tenant data, RLS)
+        PK (tenant, app, subject, tag, doc)    a tag's documents, in doc order: a filter's
+                                               tag clause as one range (SQLite WITHOUT ROWID)
+        memory_tags_doc  (tenant, doc): a version's tags, for loading rows and erase
     memory_schema     one row per applied schema version               (no tenant data)
 
 Version 1 had memory_postings keyed by (tenant, app, subject, term, memory_id, version), no
 ``doc`` and no embeddings table; :func:`_migrate_v2` rewrites a version-1 store in place.
 Version 2 had no memory_links; :func:`_migrate_v3` adds it (and nothing else), empty, with
-the same grants, policy and forced row-level security as the other tenant tables.
+the same grants, policy and forced row-level security as the other tenant tables. Version 3
+had no memory_tags; :func:`_migrate_v4` adds it the same way (existing versions get no tags).
 
 On PostgreSQL the tables live in the schema ``mainsdk_memory``; on SQLite in the main
 database. Every primary key and unique index leads with ``tenant``, the distribution key for
 partitioning or Citus (docs/scaling.md). Keys live in the key store, never here.
 
 A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables,
-:func:`_migrate_v2` and :func:`_migrate_v3` hold versions 2's and 3's DDL as written; the
-driver reads and writes through :func:`tables_v3`. A brand-new database runs every migration
-in order, so it ends with the same tables as an upgraded one.
+:func:`_migrate_v2`, :func:`_migrate_v3` and :func:`_migrate_v4` hold versions 2's to 4's DDL
+as written; the driver reads and writes through :func:`tables_v4`. A brand-new database runs
+every migration in order, so it ends with the same tables as an upgraded one.
 """
 
 from __future__ import annotations
@@ -97,6 +103,7 @@ __all__ = [
     "POSTINGS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "TAGS",
     "TENANT_TABLES",
     "VERSIONS",
     "Migration",
@@ -107,6 +114,7 @@ __all__ = [
     "tables_v1",
     "tables_v2",
     "tables_v3",
+    "tables_v4",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -316,10 +324,32 @@ def tables_v3(
     return versions, postings, embeddings, control, links, schema
 
 
+def tables_v4(
+    metadata: MetaData,
+) -> tuple[Table, Table, Table, Table, Table, Table, Table]:
+    """Schema version 4's tables as the driver reads and writes them: version 3's and tags
+    (versions, postings, embeddings, control, links, tags, schema). (The tags table's DDL is
+    :func:`_migrate_v4`'s.)"""
+    versions, postings, embeddings, control, links, schema = tables_v3(metadata)
+    tags = Table(
+        "memory_tags",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("tag", Text, nullable=False),  # blinded: 32 hex digits of a keyed HMAC
+        Column("doc", BigInteger, nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "subject", "tag", "doc", name="memory_tags_pkey"),
+    )
+    return versions, postings, embeddings, control, links, tags, schema
+
+
 METADATA = MetaData(schema=PG_SCHEMA)
-VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, SCHEMA = tables_v3(METADATA)
+VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, TAGS, SCHEMA = tables_v4(METADATA)
 #: Tables that hold tenant data: each has row-level security on PostgreSQL.
-TENANT_TABLES = (VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name, LINKS.name)
+TENANT_TABLES = (
+    VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name, LINKS.name, TAGS.name,
+)
 
 _TENANT_TABLES_V1 = ("memory_versions", "memory_postings", "memory_control")
 
@@ -535,6 +565,35 @@ def _migrate_v3(connection: Connection) -> None:
         _secure_postgres_table(connection, "memory_links")
 
 
+# Version 4's DDL, frozen: a version's blinded tags, keyed like its postings. The primary key
+# leads with tenant and holds each tag's documents in order, so a filter by a tag reads one
+# range of it; the index by document serves row loading and erase.
+_SQLITE_V4 = (
+    """CREATE TABLE memory_tags (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, tag TEXT NOT NULL,
+        doc INTEGER NOT NULL,
+        CONSTRAINT memory_tags_pkey PRIMARY KEY (tenant, app, subject, tag, doc)
+    ) WITHOUT ROWID""",
+    # Every entry ends with the primary key's columns: the index covers the tag too.
+    "CREATE INDEX memory_tags_doc ON memory_tags (tenant, doc)",
+)
+_POSTGRES_V4 = (
+    f"""CREATE TABLE {PG_SCHEMA}.memory_tags (
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, tag text NOT NULL,
+        doc bigint NOT NULL,
+        CONSTRAINT memory_tags_pkey PRIMARY KEY (tenant, app, subject, tag, doc))""",
+    f"CREATE INDEX memory_tags_doc ON {PG_SCHEMA}.memory_tags (tenant, doc) INCLUDE (tag)",
+)
+
+
+def _migrate_v4(connection: Connection) -> None:
+    postgres = connection.dialect.name == "postgresql"
+    for statement in _POSTGRES_V4 if postgres else _SQLITE_V4:
+        connection.execute(text(statement))
+    if postgres:
+        _secure_postgres_table(connection, "memory_tags")
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One schema version: its number, what it does, and the DDL that gets there."""
@@ -561,6 +620,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         3,
         "links between memories (memory_links, with row-level security on PostgreSQL)",
         _migrate_v3,
+    ),
+    Migration(
+        4,
+        "blinded tags of versions: caller keys and metadata filters (memory_tags, with "
+        "row-level security on PostgreSQL)",
+        _migrate_v4,
     ),
 )
 #: The schema version this code reads and writes.

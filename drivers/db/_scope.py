@@ -7,7 +7,11 @@ shape are cached by the modules that use them, so a call pays for binding values
 building and keying a new SQLAlchemy expression tree (which cost more than the query itself
 on a small store). ``Filter.memory_ids`` is one clause of the scope like the others, so every
 read built on it (list, search's corpus and statistics, vectors, vector state) keeps to
-those memories.
+those memories; so are the tag clauses (``Filter.tags``, ``Filter.tags_absent``): each is
+``doc IN`` (or ``NOT IN``) the documents that ``memory_tags``'s primary key holds for its tags,
+one range per tag, so a read by a tag starts from the tag's few documents instead of the
+subject's rows. A shape counts the clauses; each clause's tags are one bind parameter
+(an array on PostgreSQL, an expanding ``IN`` on SQLite), so clauses of any size share it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ from sqlalchemy import (
     func,
     not_,
     or_,
+    select,
 )
 
 from mainsdk_memory.drivers._protocol import QUARANTINED_TRUST, TENANT_SUBJECT, Filter
-from mainsdk_memory.drivers.db._schema import VERSIONS
+from mainsdk_memory.drivers.db._schema import TAGS, VERSIONS
 
 __all__ = [
     "ScopeShape",
@@ -61,12 +66,18 @@ class ScopeShape:
     memory_ids: bool | None = None
     """``None``: any memory; ``True``: the memories named (one bind parameter); ``False``:
     none (an empty set)."""
+    tags: int = 0
+    """How many tag clauses (one bind parameter each); ``-1``: one is empty, which no row
+    meets."""
+    tags_absent: bool = False
+    """Tags no row may carry are named (one bind parameter)."""
 
 
 def scope_shape(where: Filter) -> ScopeShape:
     """The shape of ``where``."""
     kinds = where.kinds
     memory_ids = getattr(where, "memory_ids", None)
+    clauses = tuple(getattr(where, "tags", ()))
     return ScopeShape(
         session=where.session is not None,
         any_session=bool(getattr(where, "any_session", False)),
@@ -76,6 +87,8 @@ def scope_shape(where: Filter) -> ScopeShape:
         pinned=where.pinned,
         as_of=where.as_of is not None,
         memory_ids=None if memory_ids is None else bool(memory_ids),
+        tags=-1 if not all(clauses) else len(clauses),
+        tags_absent=bool(getattr(where, "tags_absent", frozenset())),
     )
 
 
@@ -91,8 +104,13 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
     """The clauses of ``shape`` over :data:`VERSIONS`, with the bind parameters that
     :func:`scope_params` fills."""
     v = VERSIONS.c
+    # On SQLite a tag clause drives the read: its documents, one range of memory_tags per
+    # tag, are sought by rowid. The tenant test as an expression keeps the planner (which has
+    # no statistics) from scanning the subject's entries of the covering index instead.
+    tenant: BindParameter[str] = bindparam("tenant")
+    tag_driven = dialect == "sqlite" and shape.tags > 0
     clauses: list[ColumnElement[bool]] = [
-        v.tenant == bindparam("tenant"),
+        same_tenant(dialect, tenant) if tag_driven else v.tenant == tenant,
         v.app == bindparam("app"),
         v.subject.in_(bindparam("subjects", expanding=True)),
     ]
@@ -123,6 +141,12 @@ def scope_clauses(shape: ScopeShape, dialect: str) -> list[ColumnElement[bool]]:
         clauses.append(v.kind.in_(bindparam("kinds", expanding=True)) if shape.kinds else false())
     if shape.memory_ids is not None:
         clauses.append(_among_memories(dialect) if shape.memory_ids else false())
+    if shape.tags < 0:
+        clauses.append(false())
+    for index in range(shape.tags):
+        clauses.append(v.doc.in_(_tagged(dialect, f"tags_{index}")))
+    if shape.tags_absent:
+        clauses.append(v.doc.not_in(_tagged(dialect, "tags_absent")))
     if shape.pinned is not None:
         clauses.append(v.pinned.is_(shape.pinned))
     if not shape.as_of:
@@ -146,6 +170,24 @@ def _among_memories(dialect: str) -> ColumnElement[bool]:
     return memory_id.in_(bindparam("memory_ids", expanding=True))
 
 
+def _tagged(dialect: str, name: str) -> Any:
+    """The documents of the filter's subjects that carry one of the tags in the bind
+    parameter ``name``: one range of ``memory_tags``'s primary key per subject and tag."""
+    t = TAGS.c
+    tag: ColumnElement[str] = t.tag
+    among: ColumnElement[bool] = (
+        tag == any_(bindparam(name, type_=ARRAY(Text())))
+        if dialect == "postgresql"
+        else tag.in_(bindparam(name, expanding=True))
+    )
+    return select(t.doc).where(
+        t.tenant == bindparam("tenant"),
+        t.app == bindparam("app"),
+        t.subject.in_(bindparam("subjects", expanding=True)),
+        among,
+    )
+
+
 def scope_params(where: Filter) -> Mapping[str, Any]:
     """The values of ``where`` for :func:`scope_clauses` of its shape."""
     params: dict[str, Any] = {
@@ -165,6 +207,13 @@ def scope_params(where: Filter) -> Mapping[str, Any]:
     memory_ids = getattr(where, "memory_ids", None)
     if memory_ids:
         params["memory_ids"] = sorted(memory_ids)
+    clauses = tuple(getattr(where, "tags", ()))
+    if all(clauses):
+        for index, clause in enumerate(clauses):
+            params[f"tags_{index}"] = sorted(clause)
+    absent: frozenset[str] = getattr(where, "tags_absent", frozenset())
+    if absent:
+        params["tags_absent"] = sorted(absent)
     if where.as_of is not None:
         params["as_of"] = where.as_of
     return params

@@ -7,8 +7,9 @@ Layout under the store folder::
                                          subject is a keyed pseudonym, never the person id
         .lock                            flock(2): writers take it exclusive, readers shared
         .changes                         append-only log of changed memory ids (no content)
-        <memory id>.json                 every version of one memory: sealed blob, blind terms
-                                         and, if given, the version's sealed embedding
+        <memory id>.json                 every version of one memory: sealed blob, blind terms,
+                                         blinded tags (if any) and, if given, the version's
+                                         sealed embedding
     <tenant>/<app>/_control/             control records, one file per key (hex of the key)
     <tenant>/<app>/_links/               links between memories (:mod:`._links` draws it):
                                          a file per link, an empty marker per end of a link
@@ -19,8 +20,10 @@ small memory file atomically (temp file, fsync, rename, fsync of the folder). A 
 the rows it has loaded and, on each read, holding the lock shared, reads what was appended to
 ``.changes`` since and reloads only the memories named there; so a write never rewrites the
 store, and a store of 10,000 memories per person stays cheap. Each cached subject also keeps
-an inverted index (blind token → rows and counts) and its rows' filter columns as arrays, so
-a search filters with a few vector operations and scores only the rows holding a query token.
+an inverted index (blind token → rows and counts), a tag index (blinded tag → rows) and its
+rows' filter columns as arrays, so a search filters with a few vector operations and scores
+only the rows holding a query token, and a filter by a tag marks the tag's rows from the
+index instead of looking at each row.
 
 The change log is one stream of lines. When a writer starts a new log file (an erase, or
 when the log has grown large) the file opens with a header line
@@ -103,6 +106,7 @@ from mainsdk_memory.drivers._protocol import (
     VectorEntry,
     bm25_rank,
 )
+from mainsdk_memory.drivers._tags import check_rows_tags, checked_tags
 from mainsdk_memory.drivers.local._links import LINKS, LinkFolder
 
 __all__ = ["LocalDriver"]
@@ -145,6 +149,8 @@ def _row_to_json(row: StoredRow, vector: bytes | None = None) -> dict[str, Any]:
         "terms": dict(row.terms),
         "length": row.length,
     }
+    if row.tags:  # no key for no tags: files written before tags read the same
+        data["tags"] = sorted(row.tags)
     if vector is not None:
         data["vector"] = base64.b64encode(vector).decode("ascii")
     return data
@@ -175,6 +181,9 @@ def _row_from_json(data: dict[str, Any], memory_id: str) -> StoredRow:
     session = data["session"]
     if session is not None and type(session) is not str:
         raise TypeError("session")
+    tags = data.get("tags", [])
+    if type(tags) is not list or not all(type(tag) is str for tag in tags):
+        raise TypeError("tags")
     version, length = int(data["version"]), int(data["length"])
     if not (0 < version < _FOREVER and 0 <= length < _FOREVER):
         raise ValueError("version")
@@ -199,6 +208,7 @@ def _row_from_json(data: dict[str, Any], memory_id: str) -> StoredRow:
         sealed=base64.b64decode(data["sealed"], validate=True),
         terms=terms,
         length=length,
+        tags=frozenset(tags),
     )
 
 
@@ -313,6 +323,7 @@ class _Index:
         self.slots: dict[str, list[int]] = {}
         self.codes: dict[str, int] = {}
         self.postings: dict[str, dict[int, int]] = {}
+        self.tagged: dict[str, set[int]] = {}  # blinded tag -> the slots carrying it
         self.packed: dict[str, tuple[npt.NDArray[np.intp], Ints]] = {}
         self.labels: dict[str, Mask] = {}
         self.capacity = capacity
@@ -407,6 +418,12 @@ class _Index:
                     postings[token] = {slot: count}
                 else:
                     posting[slot] = count
+            for tag in row.tags:
+                carriers = self.tagged.get(tag)
+                if carriers is None:
+                    self.tagged[tag] = {slot}
+                else:
+                    carriers.add(slot)
         if len(batch) > 64:
             self.packed.clear()
         else:
@@ -435,7 +452,7 @@ class _Index:
         self.generation += 1
 
     def remove(self, memory_id: str) -> None:
-        """Clear the slots of ``memory_id``: its rows, embeddings and postings."""
+        """Clear the slots of ``memory_id``: its rows, embeddings, postings and tags."""
         for slot in self.slots.pop(memory_id, ()):
             row = self.rows[slot]
             if row is None:
@@ -447,6 +464,12 @@ class _Index:
                     if not posting:
                         del self.postings[token]
                 self.packed.pop(token, None)
+            for tag in row.tags:
+                carriers = self.tagged.get(tag)
+                if carriers is not None:
+                    carriers.discard(slot)
+                    if not carriers:
+                        del self.tagged[tag]
             for label in row.labels:
                 self.labels[label][slot] = False
             self.naive.discard(slot)
@@ -494,6 +517,15 @@ class _Index:
         else:
             chosen = [s for m, held in slots.items() if m in memory_ids for s in held]
         picked[chosen] = True
+        return picked
+
+    def _carrying(self, tags: Collection[str], n: int) -> Mask:
+        """The slots carrying one of ``tags``, marked from the tag index (no row is read)."""
+        picked = np.zeros(n, np.bool_)
+        for tag in tags:
+            carriers = self.tagged.get(tag)
+            if carriers:
+                picked[np.fromiter(carriers, np.intp, len(carriers))] = True
         return picked
 
     def mask(self, where: Filter) -> Mask | None:
@@ -545,6 +577,10 @@ class _Index:
             mask &= among("kind", where.kinds)
         if where.memory_ids is not None:
             mask &= self._of_memories(where.memory_ids, n)
+        for clause in where.tags:  # each clause: at least one of its tags
+            mask &= self._carrying(clause, n)
+        if where.tags_absent:
+            mask &= ~self._carrying(where.tags_absent, n)
         if where.pinned is not None:
             mask &= self.pinned[:n] if where.pinned else ~self.pinned[:n]
         if where.as_of is None:
@@ -1012,7 +1048,9 @@ class LocalDriver(BaseDriver):
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
     ) -> None:
         """Store a new memory, or a new version closing version ``closes`` (atomic), with its
-        sealed embedding if given."""
+        sealed embedding if given; tags that are not well-formed raise
+        :class:`~mainsdk_memory.InvalidInputError` before anything is written."""
+        checked_tags(row.tags)
         folder = self._subject_dir(row.tenant, row.app, row.subject)
         with self._writing(folder):
             stored = self._stored(folder, row.memory_id)
@@ -1050,8 +1088,11 @@ class LocalDriver(BaseDriver):
         files, the change log and the folder layout are exactly what :meth:`put` writes, but
         the per-file syncs are replaced by one ``sync`` at the end, so the load is durable when
         this returns. A memory that exists already raises
-        :class:`~mainsdk_memory.MemoryConflictError` before anything of its folder is written.
+        :class:`~mainsdk_memory.MemoryConflictError` before anything of its folder is written;
+        a row whose tags are not well-formed, :class:`~mainsdk_memory.InvalidInputError`
+        before anything at all is.
         """
+        check_rows_tags(rows)
         vectors = vectors or {}
         folders: dict[Path, dict[str, list[StoredRow]]] = {}
         for row in rows:
