@@ -14,6 +14,14 @@ of overwritten, and forgotten with a signed receipt::
 
 from mainsdk_memory import ai, audit, injection, receipts, tenant
 from mainsdk_memory._agents import ReadPolicy
+from mainsdk_memory._async import (
+    AsyncEpisodes,
+    AsyncMemory,
+    AsyncPersonMemory,
+    AsyncPrivacy,
+    AsyncScopedMemory,
+    AsyncWorkingMemory,
+)
 from mainsdk_memory._consolidation import ConsolidationReport
 from mainsdk_memory._episodes import Episode, Episodes
 from mainsdk_memory._errors import (
@@ -77,6 +85,12 @@ __all__ = [
     "LANGUAGES",
     "AgentDisabledError",
     "AgentLimits",
+    "AsyncEpisodes",
+    "AsyncMemory",
+    "AsyncPersonMemory",
+    "AsyncPrivacy",
+    "AsyncScopedMemory",
+    "AsyncWorkingMemory",
     "AuditError",
     "BundleError",
     "Capabilities",

@@ -10,7 +10,9 @@ from mainsdk_memory import MemorySDKError
 
 def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
-        "AgentDisabledError", "AgentLimits", "AuditError", "BundleError", "Capabilities",
+        "AgentDisabledError", "AgentLimits", "AsyncEpisodes", "AsyncMemory",
+        "AsyncPersonMemory", "AsyncPrivacy", "AsyncScopedMemory", "AsyncWorkingMemory",
+        "AuditError", "BundleError", "Capabilities",
         "ConfigurationError", "ConsentRequiredError", "ConsolidationReport", "DamagedMemoryError",
         "Entity", "Episode", "Episodes", "Fork", "ModelError", "ModelNotAllowedError",
         "WorkingMemory", "ai", "ErasePolicyError", "ForgetRequest", "Formation", "Hit",
