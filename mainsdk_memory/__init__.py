@@ -50,6 +50,7 @@ from mainsdk_memory._errors import (
     SealError,
     StoreError,
     TenantMismatchError,
+    TokenError,
 )
 from mainsdk_memory._fork import Fork
 from mainsdk_memory._memory import Memory
@@ -142,6 +143,7 @@ __all__ = [
     "Source",
     "StoreError",
     "TenantMismatchError",
+    "TokenError",
     "Trust",
     "WorkingMemory",
     "__version__",

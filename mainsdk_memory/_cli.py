@@ -185,7 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     db_upgrade = db_commands.add_parser("upgrade", help="create or upgrade the store's schema")
     db_upgrade.add_argument("url", help="the store URL, e.g. postgresql+psycopg://user@host/db")
     db_upgrade.set_defaults(run=lambda args: upgrade_command(args.url))
-    serve_mcp = commands.add_parser("mcp", help="serve one person's memory as MCP tools (stdio)")
+    serve_mcp = commands.add_parser(
+        "mcp", help="serve memory as MCP tools (stdio, or streamable HTTP with bearer tokens)"
+    )
     mcp_server.add_arguments(serve_mcp)  # the mcp package is imported only when it runs
     serve_mcp.set_defaults(run=mcp_server.run_from_args)
     add_privacy_commands(commands)

@@ -31,7 +31,8 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── StoreError                    the storage failed underneath (I/O, database)
     │   └── DamagedMemoryError        one memory's stored form cannot be decoded
     ├── AuditError                    the call ran, but its audit event was not recorded
-    └── ModelError                    the configured model failed or could not be reached
+    ├── ModelError                    the configured model failed or could not be reached
+    └── TokenError                    a bearer token was refused (missing, expired, not ours)
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ __all__ = [
     "SealError",
     "StoreError",
     "TenantMismatchError",
+    "TokenError",
 ]
 
 DOCS = "docs/errors.md"
@@ -390,4 +392,25 @@ class ModelError(MemorySDKError):
     ) -> None:
         self.reason = reason
         self.status = status
+        super().__init__(message)
+
+
+class TokenError(MemorySDKError):
+    """A bearer token was refused: missing, malformed, expired, wrongly signed, or not for us.
+
+    ``reason`` says which, as a short code (``missing``, ``malformed``, ``algorithm``, ``key``,
+    ``signature``, ``expired``, ``not-yet-valid``, ``issuer``, ``audience``, ``claims``,
+    ``keys-unavailable``; ``invalid`` for any other). Neither the message nor any attribute
+    holds the token or the value of a claim. An HTTP service answers it with ``401`` and
+    ``WWW-Authenticate: Bearer``.
+    """
+
+    code = "MAIN-MEM-E120"
+    default_message = (
+        "The bearer token was refused; nothing was changed. Get a new token from the issuer "
+        "and retry."
+    )
+
+    def __init__(self, message: str | None = None, *, reason: str = "invalid") -> None:
+        self.reason = reason
         super().__init__(message)
