@@ -138,6 +138,12 @@ CAPABILITIES: tuple[Capability, ...] = (
         shown=lambda caps: repr(caps.person_records),
     ),
     Capability(
+        "tags",
+        "Blinded tags come back as stored; Filter.tags and tags_absent select in every read.",
+        declared=lambda caps: caps.tags is True,
+        shown=lambda caps: repr(caps.tags),
+    ),
+    Capability(
         "regions",
         "The regions the driver can keep data in are well-formed names.",
         declared=lambda caps: caps.regions != (),

@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - importing the check modules registers their chec
     _checks_retention,
     _checks_search,
     _checks_storage,
+    _checks_tags,
     _checks_time,
     _checks_vectors,
 )

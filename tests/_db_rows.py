@@ -100,13 +100,15 @@ def random_rows(
     tenant: str = "acme",
     vocabulary: list[str] | None = None,
     vectors: dict[tuple[str, int], bytes] | None = None,
+    tags: list[str] | None = None,
 ) -> list[StoredRow]:
     """``count`` memories with random scope, trust, session, kind, pin and 1 to 3 versions,
     stored through ``driver`` (only built with ``driver=None``); returns every version as
     stored.
 
     With a ``vectors`` dict, about two versions in three also get a random sealed embedding,
-    stored with them and added to the dict by ``(memory_id, version)``.
+    stored with them and added to the dict by ``(memory_id, version)``. With ``tags``, each
+    version carries 0 to 2 of them (a revision its own draw).
     """
     vocabulary = vocabulary or [f"t_{i}" for i in range(12)]
     stored: list[StoredRow] = []
@@ -133,6 +135,8 @@ def random_rows(
         )
         if first.session is not None and rng.random() < 0.4:
             first = dataclasses.replace(first, session_only=True)
+        if tags:
+            first = dataclasses.replace(first, tags=frozenset(rng.sample(tags, rng.randint(0, 2))))
         revisions = []
         when = first.valid_from
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -146,6 +150,9 @@ def random_rows(
                     "length": length,
                     "trust": rng.choice(TRUSTS),
                     "sealed": rng.randbytes(rng.randint(1, 64)),
+                    **(
+                        {"tags": frozenset(rng.sample(tags, rng.randint(0, 2)))} if tags else {}
+                    ),
                 }
             )
         if vectors is not None:

@@ -7,7 +7,9 @@ can be, so the liars outlive a rewrite of its internals (only the lost update ne
 
 The vector liars change one thing about :class:`LocalVectorsDriver`, the local driver with
 honest vectors kept in memory beside it. Liars about anything else declare ``vectors=False``
-(when their lie would also reach vectors), so the suite blames only their lie. The relation
+(when their lie would also reach vectors), and liars whose lie the tag checks would also see
+(they read through list, search, vectors and raw_dump) declare ``tags=False``, so the suite
+blames only their lie. The relation
 liars change one thing about the local driver's links, read through its public methods and
 its documented ``_links`` folder (one folder per subject with links).
 """
@@ -48,7 +50,7 @@ class SoftDeletingDriver(LocalDriver):
 
     name = "soft-deleting"
     MODE = "hard"
-    capabilities = NO_VECTORS
+    capabilities = replace(NO_VECTORS, tags=False)
 
     def erase(self, tenant: str, app: str, subject: str, memory_id: str) -> EraseResult:
         """Hide the memory: keep its file in ``.trash/``, where reads never look."""
@@ -82,7 +84,7 @@ class OverwritingDriver(LocalDriver):
     """
 
     name = "overwriting"
-    capabilities = replace(NO_VECTORS, concurrent_writers=False)
+    capabilities = replace(NO_VECTORS, concurrent_writers=False, tags=False)
 
     def put(
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
@@ -142,7 +144,7 @@ class SessionLeakingDriver(LocalDriver):
     """Lie: list() and search() show every session's session-only and quarantined rows."""
 
     name = "session-leaking"
-    capabilities = NO_VECTORS
+    capabilities = replace(NO_VECTORS, tags=False)
 
     def _leaky(self, where: Filter) -> builtins.list[StoredRow]:
         every = super().list(replace(where, any_session=True), limit=READ_ALL)
@@ -169,6 +171,7 @@ class UnsortedScoresDriver(LocalDriver):
     """Lie: search() returns the right hits with the right scores, in reverse order."""
 
     name = "unsorted-scores"
+    capabilities = replace(LocalDriver.capabilities, tags=False)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -181,6 +184,7 @@ class OutOfRangeScoresDriver(LocalDriver):
     """Lie: search() ranks right, but returns raw, unnormalized scores (above 1)."""
 
     name = "out-of-range-scores"
+    capabilities = replace(LocalDriver.capabilities, tags=False)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -197,7 +201,7 @@ class HiddenStorageDriver(LocalDriver):
     would reach the links' erase too: it does not declare relations)."""
 
     name = "hidden-storage"
-    capabilities = replace(NO_VECTORS, relations=False)
+    capabilities = replace(NO_VECTORS, relations=False, tags=False)
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         """Nothing."""
@@ -355,7 +359,7 @@ class VectorClaimDriver(LocalDriver):
     """Lie: declares vectors, but has no vectors() method (it is no VectorDriver)."""
 
     name = "vector-claim"
-    capabilities = replace(LocalDriver.capabilities, vectors=True)
+    capabilities = replace(LocalDriver.capabilities, vectors=True, tags=False)
     vectors = None  # not even once the local driver has the method
 
 
@@ -364,6 +368,7 @@ class StaleVectorStateDriver(LocalVectorsDriver):
     recall would go on ranking what it stacked first)."""
 
     name = "stale-vector-state"
+    capabilities = replace(LocalVectorsDriver.capabilities, tags=False)
 
     def vector_state(self, where: Filter) -> Hashable | None:
         """The same token, always."""
@@ -375,6 +380,7 @@ class SessionBlindVectorsDriver(LocalVectorsDriver):
     kinds, pin, writer and retention (quarantined embeddings reach every session)."""
 
     name = "session-blind-vectors"
+    capabilities = replace(LocalVectorsDriver.capabilities, tags=False)
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -401,6 +407,7 @@ class MemoryKeyedVectorsDriver(LocalVectorsDriver):
     closed version's, and a revision without one keeps the old."""
 
     name = "memory-keyed-vectors"
+    capabilities = replace(LocalVectorsDriver.capabilities, tags=False)
 
     def put(
         self, row: StoredRow, *, closes: int | None = None, vector: bytes | None = None
@@ -561,6 +568,7 @@ class IdFilterIgnoringDriver(LocalDriver):
     matches; list() and vectors() keep to the ids)."""
 
     name = "id-filter-ignoring"
+    capabilities = replace(LocalDriver.capabilities, tags=False)
 
     def search(
         self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
@@ -581,3 +589,32 @@ def broken_factory(folder: Path) -> LocalDriver:
 def no_driver_factory(folder: Path) -> object:
     """A factory that returns something that is not a driver."""
     return {"folder": str(folder)}
+
+
+class TagBlindDriver(LocalDriver):
+    """Lie: declares tags and stores them, but every read ignores Filter.tags and
+    Filter.tags_absent (a lookup by caller key returns the subject's every memory)."""
+
+    name = "tag-blind"
+
+    @staticmethod
+    def _untagged(where: Filter) -> Filter:
+        return replace(where, tags=(), tags_absent=frozenset())
+
+    def list(
+        self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
+    ) -> builtins.list[StoredRow]:
+        """The page without the filter's tag clauses."""
+        return super().list(self._untagged(where), limit=limit, after=after)
+
+    def search(
+        self, where: Filter, query: Sequence[Collection[str]], *, top_k: int
+    ) -> builtins.list[tuple[StoredRow, float]]:
+        """The ranking without the filter's tag clauses."""
+        return super().search(self._untagged(where), query, top_k=top_k)
+
+    def vectors(
+        self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
+    ) -> builtins.list[VectorEntry]:
+        """The embeddings without the filter's tag clauses."""
+        return super().vectors(self._untagged(where), known=known)

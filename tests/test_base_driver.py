@@ -106,7 +106,7 @@ def test_memory_conformance_certifies_the_docs_driver_from_the_command_line(
 ) -> None:
     assert conformance_main(["--driver", "dict_driver:DictDriver", "--workers", "4"]) == 0
     out = capsys.readouterr().out
-    assert "PASSED: all 13 declared capabilities hold." in out
+    assert "PASSED: all 14 declared capabilities hold." in out
 
 
 def test_the_sdk_runs_on_the_docs_driver(tmp_path: Path) -> None:

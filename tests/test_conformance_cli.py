@@ -20,7 +20,7 @@ def test_the_local_driver_passes(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Conformance of driver 'local' (mainsdk_memory.drivers.local:LocalDriver)" in out
     # Every capability but regions.
-    assert "PASSED: all 16 declared capabilities hold." in out
+    assert "PASSED: all 17 declared capabilities hold." in out
     assert "passed        vectors" in out
     assert "passed        relations" in out
 
@@ -31,7 +31,7 @@ def test_a_vector_liar_fails_vectors_only(capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     assert "failed        vectors             declared True" in out
     assert "vectors.erase_leaves_no_vector_bytes: erase is declared 'hard'" in out
-    assert "FAILED: 1 of 16 declared capabilities do not hold: vectors." in out
+    assert "FAILED: 1 of 17 declared capabilities do not hold: vectors." in out
 
 
 def test_a_lying_driver_fails_with_json_naming_the_lie(capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,4 +108,4 @@ def test_the_installed_command_exits_1_for_a_lying_driver() -> None:
     assert done.returncode == 1, done.stderr
     assert "failed        isolation" in done.stdout
     assert "rows leak across tenants" in done.stdout
-    assert "FAILED: 1 of 15 declared capabilities do not hold: isolation." in done.stdout
+    assert "FAILED: 1 of 16 declared capabilities do not hold: isolation." in done.stdout

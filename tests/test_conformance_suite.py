@@ -100,6 +100,9 @@ LIARS = [
     pytest.param(broken.IdFilterIgnoringDriver, "text_search",
                  ["search() for memory_ids", "bm25_rank"],
                  id="search-ignores-the-memory-ids"),
+    pytest.param(broken.TagBlindDriver, "tags",
+                 ["list() by one of MAX_TAGS tags returned", "which it should not have"],
+                 id="reads-ignore-the-tag-clauses"),
 ]  # fmt: skip
 
 # Each vector liar, and the checks that must catch it (its other vector checks pass).
@@ -120,6 +123,7 @@ CAUGHT_BY = {
     broken.DuplicatingLinksDriver: {"relations.replace_by_key"},
     broken.RelationClaimDriver: {c.id for c in all_checks() if c.capability == "relations"},
     broken.IdFilterIgnoringDriver: {"text_search.memory_ids"},
+    broken.TagBlindDriver: {c.id for c in all_checks() if c.capability == "tags"},
 }  # fmt: skip
 
 RELATION_CHECKS = {
@@ -334,7 +338,7 @@ def test_every_capability_a_driver_can_declare_is_one_a_driver_can_pass(tmp_path
     passes on the local driver."""
     flags = {field.name for field in fields(Capabilities)}
     assert flags == {"text_search", "time_travel", "vectors", "relations", "erase", "regions",
-                     "concurrent_writers", "person_records"}  # fmt: skip
+                     "concurrent_writers", "person_records", "tags"}  # fmt: skip
     names = {capability.name for capability in CAPABILITIES}
     assert flags <= names
     assert "extraction" not in flags | names
@@ -355,7 +359,7 @@ def test_the_report_reads_as_json_and_as_a_table() -> None:
     assert data["passed"] is False and data["driver"] == "unsorted-scores"
     by_name = {item["name"]: item for item in data["capabilities"]}
     assert by_name["text_search"]["status"] == "failed"
-    declared = 16  # every capability but regions: the local driver's declaration
+    declared = 16  # every capability but regions and tags (its lie would reach the tag checks)
     assert by_name["vectors"]["status"] == "passed"
     assert by_name["relations"]["status"] == "passed"
     assert by_name["isolation"]["status"] == "passed"

@@ -31,14 +31,24 @@ def _conninfo(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+#: A tag both tenants' rows carry (a caller key both happen to use), and each one's own.
+SHARED_TAG = "5" * 32
+OWN_TAG = {"acme": "a" * 32, "globex": "b" * 32}
+
+
 @pytest.fixture
 def two_tenants(store_url: str) -> Iterator[DbDriver]:
-    """A store holding versions, postings, embeddings, control records and links of acme and
-    globex."""
+    """A store holding versions, postings, tags, embeddings, control records and links of acme
+    and globex."""
     with DbDriver(store_url) as driver:
         for tenant in ("acme", "globex"):
             driver.put(
-                make_row(tenant=tenant, memory_id=memory_id(1), terms={f"t_{tenant}": 1}),
+                make_row(
+                    tenant=tenant,
+                    memory_id=memory_id(1),
+                    terms={f"t_{tenant}": 1},
+                    tags=frozenset({SHARED_TAG, OWN_TAG[tenant]}),
+                ),
                 vector=f"sealed vector of {tenant}".encode(),
             )
             driver.put(make_row(tenant=tenant, memory_id=memory_id(2), subject="tenant"))
@@ -141,6 +151,12 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
         relinked = connection.execute(
             f"UPDATE {PG_SCHEMA}.memory_links SET sealed = 'x'"  # noqa: S608
         ).rowcount
+        untagged = connection.execute(
+            f"DELETE FROM {PG_SCHEMA}.memory_tags WHERE tenant = 'globex'"  # noqa: S608
+        ).rowcount
+        retagged = connection.execute(
+            f"UPDATE {PG_SCHEMA}.memory_tags SET tag = tag"  # noqa: S608
+        ).rowcount
         with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
             connection.execute(
                 f"INSERT INTO {PG_SCHEMA}.memory_control VALUES "  # noqa: S608
@@ -156,19 +172,55 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
                 f"INSERT INTO {PG_SCHEMA}.memory_links VALUES "  # noqa: S608
                 "('globex', 'app', 'p_ada', 'planted', 'mem_a', 'mem_b', 'x')"
             )
-    # acme's two rows and its one link; nothing of globex
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), connection.transaction():
+            # A tag planted on globex's version (doc ids are per tenant, so guess a few).
+            connection.execute(
+                f"INSERT INTO {PG_SCHEMA}.memory_tags "  # noqa: S608
+                f"SELECT 'globex', 'app', 'p_ada', '{'c' * 32}', doc FROM generate_series(1, 9) doc"
+            )
+    # acme's two rows, its one link and its two tags; nothing of globex
     assert (changed, deleted, unvectored, unlinked, relinked) == (2, 0, 0, 0, 1)
+    assert (untagged, retagged) == (0, 2)
     # globex is untouched.
     assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]
     globex = Filter(tenant="globex", app="app", subjects=("p_ada",))
     assert [entry.sealed for entry in two_tenants.vectors(globex)] == [b"sealed vector of globex"]
     assert two_tenants.links("globex", "app", ["p_ada"], [memory_id(1)]) == [_link("globex")]
+    for tag in (SHARED_TAG, OWN_TAG["globex"]):
+        tagged = Filter(tenant="globex", app="app", subjects=("p_ada",), tags=(frozenset({tag}),))
+        assert [row.memory_id for row in two_tenants.list(tagged, limit=10)] == [memory_id(1)]
     assert (
         two_tenants.list(
             Filter(tenant="globex", app="app", subjects=("p_ada",), pinned=True), limit=10
         )
         == []
     )
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_read_by_a_tag_keeps_to_its_tenant(two_tenants: DbDriver) -> None:
+    # Both tenants' rows carry SHARED_TAG: a read by it, or by the other tenant's own tag,
+    # finds this tenant's row only, or nothing, in every read that takes a filter.
+    for tenant, other in (("acme", "globex"), ("globex", "acme")):
+        where = Filter(tenant=tenant, app="app", subjects=("p_ada",))
+        shared = Filter(
+            tenant=tenant, app="app", subjects=("p_ada",), tags=(frozenset({SHARED_TAG}),)
+        )
+        foreign = Filter(
+            tenant=tenant, app="app", subjects=("p_ada",), tags=(frozenset({OWN_TAG[other]}),)
+        )
+        (row,) = two_tenants.list(shared, limit=10)
+        assert (row.tenant, row.tags) == (tenant, frozenset({SHARED_TAG, OWN_TAG[tenant]}))
+        assert two_tenants.list(foreign, limit=10) == []
+        assert two_tenants.search(foreign, [{f"t_{tenant}"}], top_k=5) == []
+        assert [e.sealed for e in two_tenants.vectors(shared)] == [
+            f"sealed vector of {tenant}".encode()
+        ]
+        assert two_tenants.vectors(foreign) == []
+        absent = Filter(
+            tenant=tenant, app="app", subjects=("p_ada",), tags_absent=frozenset({OWN_TAG[other]})
+        )
+        assert two_tenants.list(absent, limit=10) == two_tenants.list(where, limit=10)
 
 
 @on_postgres

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sqlite3
@@ -24,7 +25,7 @@ from mainsdk_memory.drivers import Filter, VectorEntry, bm25_rank, open_driver
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import PG_SCHEMA
-from mainsdk_memory.drivers.db._schema import SCHEMA, SCHEMA_VERSION
+from mainsdk_memory.drivers.db._schema import SCHEMA, SCHEMA_VERSION, TAGS
 
 
 @pytest.mark.parametrize(
@@ -171,6 +172,40 @@ def test_a_version_1_store_is_refused_then_upgraded_in_place_with_its_rows(
         assert driver.versions("acme", erased.app, (erased.subject,), erased.memory_id) == []
         needle = f"acme\x1f{erased.app}\x1f{erased.memory_id}".encode()  # globex reuses ids
         assert [where for where, blob in driver.raw_dump() if needle in blob] == []
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
+def test_a_version_3_store_gets_the_tags_table_and_its_rows_no_tags(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        make_row(memory_id=memory_id(n), terms={"t_x": n + 1}, length=n + 1) for n in range(3)
+    ]
+    with DbDriver(store_url) as driver:
+        for row in rows:
+            driver.put(row)
+        # Back to version 3 as that release left it: version 4 only added memory_tags.
+        with driver.engine.begin() as connection:
+            TAGS.drop(connection)
+            connection.execute(SCHEMA.delete().where(SCHEMA.c.version == 4))
+    with pytest.raises(ConfigurationError, match="schema version 3; this version"):
+        DbDriver(store_url)
+    assert main(["db", "upgrade", store_url]) == 0
+    assert f"from version 3 to {SCHEMA_VERSION}" in capsys.readouterr().out
+    key = "c0ffee" + "0" * 26
+    with DbDriver(store_url) as driver:
+        where = Filter(tenant="acme", app="app", subjects=("p_ada",))
+        old = sorted(rows, key=lambda r: r.memory_id, reverse=True)
+        assert driver.list(where, limit=10) == old  # every field, and no tags
+        assert all(row.tags == frozenset() for row in driver.list(where, limit=10))
+        tagged = make_row(memory_id=memory_id(9), tags=frozenset({key}), terms={"t_x": 1})
+        driver.put(tagged)
+        by_key = dataclasses.replace(where, tags=(frozenset({key}),))
+        assert driver.list(by_key, limit=2) == [tagged]
+        assert driver.list(dataclasses.replace(where, tags_absent=frozenset({key})), limit=9) == old
+        assert [row for row, _ in driver.search(by_key, [{"t_x"}], top_k=5)] == [tagged]
+        driver.erase("acme", "app", "p_ada", tagged.memory_id)
+        assert [where for where, blob in driver.raw_dump() if key.encode() in blob] == []
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)

@@ -174,12 +174,15 @@ def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriv
         "any_session",
         "retention",
         "memory_ids",
+        "tags",
+        "tags_absent",
     }
     # A new Filter field needs SQL in the driver and a case here before this passes.
     fields = {f.name for f in dataclasses.fields(Filter)}
     assert fields <= known
     rng = random.Random(11)
-    rows = random_rows(rng, driver, 60)
+    tags = [f"{n:032x}" for n in range(4)]
+    rows = random_rows(rng, driver, 60, tags=tags)
     for _ in range(80):
         extra: dict[str, object] = {}
         if "any_session" in fields:
@@ -193,6 +196,13 @@ def test_list_and_versions_return_exactly_what_the_filter_matches(driver: DbDriv
             extra["memory_ids"] = rng.choice(
                 [None, None, frozenset(), frozenset(rng.sample(ids, rng.randint(1, 20)))]
             )
+        if "tags" in fields:
+
+            def clause() -> frozenset[str]:
+                return frozenset(rng.sample(tags, rng.randint(0, 3)))
+
+            extra["tags"] = rng.choice([(), (), (clause(),), (clause(), clause())])
+            extra["tags_absent"] = rng.choice([frozenset(), clause()])
         where = Filter(
             **extra,  # type: ignore[arg-type]
             tenant="acme",

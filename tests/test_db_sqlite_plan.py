@@ -60,3 +60,58 @@ def test_sqlite_ranks_from_the_covering_index_and_term_ranges_without_statistics
         "(tenant=? AND app=? AND subject=? AND valid_to=?)",
         "SEARCH main.memory_versions USING INTEGER PRIMARY KEY (rowid=?)",
     ], plan
+
+
+def test_sqlite_finds_a_memory_by_one_tag_from_the_tag_index_not_the_subjects_rows(
+    driver: DbDriver,
+) -> None:
+    # The core finds a memory by its caller key with list(tags=({key},), limit=2): the plan
+    # must start from that tag's range of memory_tags and seek each of its versions by rowid,
+    # never scan the subject's entries of memory_versions_cover (ADR 0092; issue 17).
+    rows = [
+        make_row(memory_id=memory_id(n), tags=frozenset({f"{n:032x}", "f" * 32}))
+        for n in range(300)
+    ]
+    driver.bulk_put(rows)
+    captured: list[tuple[str, object]] = []
+
+    def record(
+        _conn: object, _cursor: object, statement: str, parameters: object, *_: object
+    ) -> None:
+        captured.append((statement, parameters))
+
+    key = frozenset({f"{123:032x}"})
+    by_key = Filter(tenant="acme", app="app", subjects=("p_ada", "tenant"), tags=(key,))
+    absent = Filter(
+        tenant="acme",
+        app="app",
+        subjects=("p_ada",),
+        tags=(key | {f"{7:032x}"}, frozenset({"f" * 32})),
+        tags_absent=frozenset({f"{7:032x}"}),
+    )
+    event.listen(driver.engine, "before_cursor_execute", record)
+    try:
+        assert driver.list(by_key, limit=2) == [rows[123]]
+        assert driver.list(absent, limit=2) == [rows[123]]
+        assert [row for row, _ in driver.search(by_key, [{"t_a"}], top_k=2)] == [rows[123]]
+    finally:
+        event.remove(driver.engine, "before_cursor_execute", record)
+    pages = [(s, p) for s, p in captured if "LIMIT" in s and "memory_tags" in s]
+    assert len(pages) == 3  # the two lists and the search's candidates
+    tag_range = (
+        "SEARCH main.memory_tags USING PRIMARY KEY (tenant=? AND app=? AND subject=? AND tag=?)"
+    )
+    with driver.engine.connect() as connection:
+        for statement, parameters in pages:
+            plan = [
+                row[3]
+                for row in connection.exec_driver_sql(
+                    "EXPLAIN QUERY PLAN " + statement, parameters
+                )
+            ]
+            reads = [line for line in plan if line.startswith(("SCAN main.", "SEARCH main."))]
+            assert tag_range in reads, plan
+            versions = [line for line in reads if "memory_versions" in line]
+            assert versions, plan
+            # Every read of memory_versions is a seek by rowid: no range of the covering index.
+            assert all("INTEGER PRIMARY KEY (rowid=?)" in line for line in versions), plan

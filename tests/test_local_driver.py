@@ -328,7 +328,56 @@ def test_an_erase_leaves_no_vector_bytes_in_files_or_in_the_cache(tmp_path: Path
         assert driver.vectors(_where()) == [VectorEntry("p_ada", "mem_kept", 1, kept)]
 
 
+def test_tags_survive_a_reopen_and_leave_the_index_with_their_version(tmp_path: Path) -> None:
+    key, color = "ab" * 16, "cd" * 16
+    store = tmp_path / "store"
+    with LocalDriver(store) as driver:
+        first = _row("mem_a", tags=frozenset({key, color}))
+        driver.put(first)
+        driver.put(_row("mem_b"))  # no tags: its file has no "tags" field, as files before
+        revised = _row("mem_a", version=2, valid_from=T0 + timedelta(1), tags=frozenset({key}))
+        driver.put(revised, closes=1)
+    files = {path.name: json.loads(path.read_bytes()) for path in store.rglob("mem_*.json")}
+    assert [sorted(v.get("tags", ())) for v in files["mem_a.json"]["versions"]] == [
+        sorted({key, color}),
+        [key],
+    ]
+    assert "tags" not in files["mem_b.json"]["versions"][0]
+    with LocalDriver(store) as reopened:  # a new process: tags from the files, index rebuilt
+        assert reopened.versions("acme", "app", ["p_ada"], "mem_a") == [
+            replace(first, valid_to=revised.valid_from),
+            revised,
+        ]
+        assert reopened.list(_where(tags=(frozenset({key}),)), limit=5) == [revised]
+        assert reopened.list(_where(tags=(frozenset({color}),)), limit=5) == []  # old version's
+        at_first = _where(tags=(frozenset({color}),), as_of=T0)
+        assert reopened.list(at_first, limit=5) == [replace(first, valid_to=revised.valid_from)]
+        untagged = reopened.list(_where(tags_absent=frozenset({key})), limit=5)
+        assert [row.memory_id for row in untagged] == ["mem_b"]
+        reopened.erase("acme", "app", "p_ada", "mem_a")
+        assert reopened.list(_where(tags=(frozenset({key}),)), limit=5) == []
+        index = next(iter(reopened._caches.values())).index
+        assert index.tagged == {}  # the erased memory's tags left the index with it
+        assert key.encode() not in _everything(reopened)
+
+
+def test_a_file_whose_tags_are_damaged_affects_only_its_memory(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with LocalDriver(store) as driver:
+        driver.put(_row("mem_a", tags=frozenset({"ab" * 16})))
+        driver.put(_row("mem_b", tags=frozenset({"ab" * 16})))
+    (path,) = store.rglob("mem_a.json")
+    document = json.loads(path.read_bytes())
+    document["versions"][0]["tags"] = "ab" * 16  # a string, not a list
+    write_private(path, json.dumps(document).encode())
+    with LocalDriver(store) as reopened:
+        found = reopened.list(_where(tags=(frozenset({"ab" * 16}),)), limit=5)
+        assert [row.memory_id for row in found] == ["mem_b"]
+        assert reopened.damaged("acme", "app", "p_ada") == ["mem_a"]
+
+
 VOCABULARY = [f"tok_{i:02d}" for i in range(24)]
+TAGS = [f"{i:032x}" for i in range(5)]
 
 
 def _random_row(rng: random.Random, memory_id: str, at: datetime) -> StoredRow:
@@ -351,7 +400,12 @@ def _random_row(rng: random.Random, memory_id: str, at: datetime) -> StoredRow:
         valid_from=at,
         terms=terms,
         length=len(words) + rng.choice((0, 0, 3)),
+        tags=frozenset(rng.sample(TAGS, rng.choice((0, 1, 1, 2)))),
     )
+
+
+def _random_tags(rng: random.Random) -> frozenset[str]:
+    return frozenset(rng.sample(TAGS, rng.choice((0, 1, 1, 2, 3))))
 
 
 def _random_filter(rng: random.Random, times: list[datetime]) -> Filter:
@@ -366,6 +420,8 @@ def _random_filter(rng: random.Random, times: list[datetime]) -> Filter:
         written_by=rng.choice((None, None, "bot")),
         any_session=rng.random() < 0.25,
         retention=rng.choice(((), (("health", rng.choice(times)),))),
+        tags=rng.choice(((), (), (_random_tags(rng),), (_random_tags(rng), _random_tags(rng)))),
+        tags_absent=rng.choice((frozenset(), frozenset(), _random_tags(rng))),
     )
 
 

@@ -24,7 +24,8 @@ def test_exported_names() -> None:
         "Ranking", "RankingSignals", "ReadPolicy", "RecallMode",
         "Receipt", "ReceiptError", "ReindexReport", "RequestNotFound", "Revision",
         "Scope", "ScopeError", "ScopedMemory", "SealError", "Source", "StoreError",
-        "TenantMismatchError", "TokenError", "Trust", "__version__", "audit", "injection", "receipts", "tenant",
+        "TenantMismatchError", "TokenError", "Trust", "__version__", "audit", "injection",
+        "receipts", "tenant",
     ])
     for name in mainsdk_memory.__all__:
         assert hasattr(mainsdk_memory, name)

@@ -226,17 +226,18 @@ def test_two_processes_writing_links_at_once_lose_nothing(tmp_path: Path) -> Non
 
 
 def _as_version_2(driver: DbDriver) -> None:
-    """Take a current store back to schema version 2: no links table, no version 3 row."""
-    table = "memory_links" if driver.dialect == "sqlite" else f"{PG_SCHEMA}.memory_links"
-    schema = "memory_schema" if driver.dialect == "sqlite" else f"{PG_SCHEMA}.memory_schema"
+    """Take a current store back to schema version 2: no links table (version 3), no tags
+    table (version 4), no row for either version."""
+    prefix = "" if driver.dialect == "sqlite" else f"{PG_SCHEMA}."
     with driver.engine.begin() as connection:
-        connection.execute(text(f"DROP TABLE {table}"))
-        connection.execute(text(f"DELETE FROM {schema} WHERE version = 3"))  # noqa: S608
+        for table in ("memory_tags", "memory_links"):
+            connection.execute(text(f"DROP TABLE {prefix}{table}"))
+        connection.execute(text(f"DELETE FROM {prefix}memory_schema WHERE version >= 3"))  # noqa: S608
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
 def test_a_version_2_store_is_refused_then_upgraded_to_hold_links(store_url: str) -> None:
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     kept = make_row(memory_id=memory_id(1))
     with DbDriver(store_url) as driver:
         driver.put(kept, vector=b"sealed embedding")
@@ -244,7 +245,7 @@ def test_a_version_2_store_is_refused_then_upgraded_to_hold_links(store_url: str
     with pytest.raises(ConfigurationError, match="schema version 2; this version") as error:
         DbDriver(store_url)
     assert "memory db upgrade URL" in str(error.value)
-    assert upgrade(store_url) == (2, 3)
+    assert upgrade(store_url) == (2, SCHEMA_VERSION)
     with DbDriver(store_url) as driver:
         assert driver.list(Filter("acme", "app", ("p_ada",)), limit=10) == [kept]
         link = _link(1, kept.memory_id, memory_id(2))

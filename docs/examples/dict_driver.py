@@ -80,9 +80,9 @@ class DictDriver(BaseDriver):
         return sorted((key, value) for key, value in mine if key.startswith(prefix))
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
-        with self._lock:  # every byte it holds: each version's blob and terms, and control
+        with self._lock:  # every byte it holds: each version's blob, terms and tags, control
             dump = [("/".join(key), value) for key, value in self._control.items()]
             for row in (row for versions in self._memories.values() for row in versions):
                 where = "/".join((*key_of(row), str(row.version)))
-                dump.append((where, row.sealed + "".join(row.terms).encode()))
+                dump.append((where, row.sealed + "".join([*row.terms, *row.tags]).encode()))
         return iter(dump)

@@ -291,6 +291,7 @@ class DbDriver(BaseDriver):
         erase="hard",
         regions=(),
         concurrent_writers=True,
+        tags=True,
     )
 
     def __init__(self, url: str, *, pool_size: int = 5) -> None:

@@ -663,6 +663,7 @@ class LocalDriver(BaseDriver):
         erase="hard",
         regions=(),
         concurrent_writers=True,
+        tags=True,
     )
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
