@@ -623,7 +623,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         4,
-        "blinded tags of versions: caller keys and metadata filters (memory_tags, with "
+        "blinded tags of versions: caller keys and filterable fields (memory_tags, with "
         "row-level security on PostgreSQL)",
         _migrate_v4,
     ),
