@@ -48,7 +48,7 @@ from mainsdk_memory._records import Trust
 from mainsdk_memory._relations import add_links, relation_store
 from mainsdk_memory._scoped import ScopedMemory, caller_of
 from mainsdk_memory._sealing import Contents, first_place, open_contents, seal
-from mainsdk_memory._walls import check_injection, check_write
+from mainsdk_memory._walls import check_injection, check_write, checked_text
 from mainsdk_memory._working import Journal, copy_working, undo_working
 from mainsdk_memory.drivers import StoredRow
 
@@ -178,8 +178,11 @@ def _clean(source: Caller, original: _Original, *, child: bool) -> bool:
     a flagged one is audited as a recall's omission is."""
     labels = original.contents.labels
     try:
+        contents = original.contents
         check_injection(
-            source.services, original.contents.text, child=child or validate.CHILD_LABEL in labels
+            source.services,
+            checked_text(contents.text, contents.metadata),
+            child=child or validate.CHILD_LABEL in labels,
         )
     except MemoryInjectionError as error:
         source.services.audit.omitted(

@@ -26,8 +26,8 @@ from mainsdk_memory._formation import Neighbour, WordSimilarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
 from mainsdk_memory._records import MemoryRecord
-from mainsdk_memory._sealing import open_record
-from mainsdk_memory._tags import key_tag, require_tags
+from mainsdk_memory._sealing import open_record, sealed_data
+from mainsdk_memory._tags import key_tag
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import screen
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow
@@ -45,9 +45,9 @@ __all__ = [
 
 #: How many memories a candidate is compared with: the best of each ranking.
 NEIGHBOURS: Final = 5
-# How many rows with one caller key are read: one, and the few quarantined or session-only
-# memories beside it that its session may see.
-_KEYED: Final = 8
+# How many rows with one caller key are read: one per agent that wrote it, and the
+# quarantined and session-only memories beside them (a person's handle sees every session's).
+_KEYED: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +115,7 @@ def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | No
     names = fact_key(data) or ()
     for held in _opened(caller, [row for row, _ in found], {}):
         record = held.record
-        stored = record.data.model_dump(mode="json") if isinstance(record.data, BaseModel) else (
-            record.data
-        )
+        stored = sealed_data(record.data)
         same_type = isinstance(record.data, BaseModel) and type(record.data) is type(data)
         if same_type and isinstance(stored, dict) and all(
             stored.get(name) == wanted[name] for name in names
@@ -126,18 +124,25 @@ def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | No
     return None
 
 
-def by_key(caller: Caller, subject: str, key: str) -> Held | None:
-    """The newest current memory of ``subject`` with caller key ``key`` the caller may see,
-    found through the store's tag index (its opened key must be ``key``: a collision of
-    tags is no match)."""
-    require_tags(caller, "A caller key")
+def by_key(caller: Caller, subject: str, key: str) -> list[Held]:
+    """The current memories of ``subject`` with caller key ``key`` the caller may see, its
+    own agent's first, then newest first, found through the store's tag index. Opened, not
+    screened (``get`` by id is not either: a flagged memory is still the key's memory, and
+    a write to it is checked); a row whose opened key is another is no match (a collision,
+    or a tag moved by someone who can write the store)."""
     keys = caller.services.subject_keys(caller.tenant, subject, create=False)
     if keys is None:
-        return None
+        return []
     tag = frozenset({key_tag(keys.blind, key)})
     where = dataclasses.replace(scope_filter(caller, subject), tags=(tag,))
     rows = caller.services.store.list(where, limit=_KEYED)
-    return next((held for held in _opened(caller, rows, {}) if held.record.key == key), None)
+    opened = leave_out_tampered(caller, rows, lambda row: (row, open_record(caller, row)))
+    found = [
+        Held(Neighbour(record.id, record.text, None, record.language), record, row)
+        for row, record in opened
+        if record.key == key
+    ]
+    return sorted(found, key=lambda held: held.row.agent != caller.agent)  # stable: newest
 
 
 def neighbours(

@@ -101,6 +101,7 @@ from mainsdk_memory._sealing import (
     open_record,
     seal,
     seal_vector,
+    sealed_data,
     to_record,
 )
 from mainsdk_memory._signals import count_uses, feedback_value
@@ -334,11 +335,15 @@ class _Handle:
         serialised in every process, so concurrent ones leave one memory with a linear
         history. Text from a tool, MCP server, web page or import never replaces a keyed
         memory that is not quarantined (nor the reverse, nor across ``session_only``): it
-        becomes a memory of its own with the same key, ``related`` to it, and ``get``
-        returns the newest one a handle sees. ``metadata`` is a JSON object (at most 1 MiB)
-        sealed with the memory and kept by :meth:`revise`; its top-level strings, numbers,
-        booleans and nulls can be filtered on (``recall(where=...)``, ``list(where=...)``);
-        it is not searched as text and not shown in :meth:`context`.
+        becomes a memory of its own with the same key, ``related`` to it; an upsert goes to
+        the one it may replace (this agent's first, then the newest), and ``get`` returns
+        this agent's, else the newest. ``pinned`` applies when the key makes a new memory
+        (:meth:`pin` and :meth:`unpin` change a held one).
+
+        ``metadata`` is a JSON object (at most 1 MiB) sealed with the memory and kept by
+        :meth:`revise`; its top-level strings, numbers, booleans and nulls can be filtered
+        on (``recall(where=...)``, ``list(where=...)``); it is not searched as text and not
+        shown in :meth:`context`.
 
         The injection check runs first, over the text and every string of the metadata; a
         flagged memory raises :class:`MemoryInjectionError` and nothing is stored.
@@ -364,7 +369,7 @@ class _Handle:
             checked_key = None if key is None else check_key(key)
             checked_metadata = check_metadata(metadata)
             if checked_key is not None:
-                require_tags(caller, "A caller key")
+                require_tags(caller, "A caller key")  # before anything is anchored
                 if derived_from is not None:
                     raise InvalidInputError(
                         "A memory with a key is not an insight: remember it without key= "
@@ -463,29 +468,29 @@ class _Handle:
         return pairs, oldest, tuple(labels)
 
     def _upsert(self, new: _New, note: AuditNote, *, explicit_start: bool) -> MemoryRecord:
-        """Write ``new`` as the next version of the memory holding its caller key, or as a
-        new memory when none this handle sees does (under the subject's formation lock)."""
+        """Write ``new`` as the next version of the memory holding its caller key that it may
+        replace (this agent's first, then the newest), or as a new memory: ``related`` to
+        the one it may not replace, ``novel`` when this handle sees none (under the
+        subject's formation lock)."""
         contents = new.contents
         assert contents.key is not None  # noqa: S101 - only keyed writes come here
-        held = by_key(self._caller, new.subject, contents.key)
+        helds = by_key(self._caller, new.subject, contents.key)
+        held = next(
+            (one for one in helds if _may_replace(contents, one.row, explicit_start)), None
+        )
         if held is None:
-            return self._write_new(new, note, Decision("novel", None, "new-key"), None)
+            if not helds:
+                return self._write_new(new, note, Decision("novel", None, "new-key"), None)
+            decision = Decision("related", helds[0].record.id, "not-allowed")
+            return self._write_new(new, note, decision, helds[0])
         current, record = held.row, held.record
-        untrusted = contents.trust is Trust.UNTRUSTED
-        if (
-            untrusted != (current.trust == Trust.UNTRUSTED.value)
-            or contents.session_only != current.session_only
-            or (explicit_start and contents.valid_from < current.valid_from)
-        ):
-            # The walls of formation: a memory of its own beside the one it may not replace.
-            decision = Decision("related", record.id, "not-allowed")
-            return self._write_new(new, note, decision, held)
         same = (
             record.text == contents.text
             and record.kind is contents.kind
             and record.labels == contents.labels
+            and record.source == contents.source
             and record.metadata == contents.metadata
-            and self._sealed_data(record) == contents.data
+            and sealed_data(record.data) == contents.data
         )
         if same:
             decision = Decision("duplicate", record.id, "same-key-same-value")
@@ -508,11 +513,6 @@ class _Handle:
         )
         self._link(revised, current.subject)
         return revised
-
-    @staticmethod
-    def _sealed_data(record: MemoryRecord) -> Any:
-        data = record.data
-        return data.model_dump(mode="json") if isinstance(data, BaseModel) else data
 
     def _form(
         self, new: _New, data: BaseModel | None, note: AuditNote, *, explicit_start: bool
@@ -570,12 +570,7 @@ class _Handle:
         changes = decision.outcome in ("duplicate", "supersession", "refinement")
         untrusted = contents.trust is Trust.UNTRUSTED
         allowed = (
-            # Text from a tool or the web never changes what others rely on, text others
-            # rely on is never folded into a quarantined memory (it would be quarantined
-            # too), and a memory kept to one session is not changed from outside it.
-            untrusted == (current.trust == Trust.UNTRUSTED.value)
-            and contents.session_only == current.session_only
-            and (not explicit_start or contents.valid_from >= current.valid_from)
+            _may_replace(contents, current, explicit_start)
             and contents.kind.value == current.kind
             # An insight names its sources: it is never folded into a memory that does not.
             and not new.sources
@@ -1175,8 +1170,9 @@ class _Handle:
     ) -> MemoryRecord:
         """The memory's current version: by id, or by the caller key it was remembered with
         (``key=``; ``about``, default the person acted for, or ``"tenant"``), found through
-        the store's blinded tag index, never by paging. With a key, the newest current
-        memory with it this handle sees (:class:`MemoryNotFound` when there is none)."""
+        the store's blinded tag index, never by paging. With a key, the current memory with
+        it this handle sees: its own agent's if there is one, else the newest
+        (:class:`MemoryNotFound` when there is none)."""
         if (memory_id is None) == (key is None):
             raise InvalidInputError("get takes a memory id or key=, exactly one of them.")
         if about is not None and key is None:
@@ -1186,11 +1182,15 @@ class _Handle:
                 _, current = self._current_row(memory_id)
                 return open_record(self._caller, current)
         with self._begin("get") as note:
-            held = by_key(self._caller, self._caller.about(about), check_key(key))
-            if held is None:
-                raise MemoryNotFound
-            note.memory_ids.append(held.record.id)
-            return held.record
+            require_tags(self._caller, "A caller key")
+            helds = by_key(self._caller, self._caller.about(about), check_key(key))
+            if not helds:
+                raise MemoryNotFound(
+                    "No memory with that key exists, or it is outside this handle's scope "
+                    "(another person, tenant, session, or an agent under read: own)."
+                )
+            note.memory_ids.append(helds[0].record.id)
+            return helds[0].record
 
     def history(self, memory_id: str) -> builtins.list[MemoryRecord]:
         """Every version of the memory this caller may see, oldest first.
@@ -1585,6 +1585,18 @@ class PersonMemory(_Handle):
 _MAX_DERIVED_FROM = 64
 #: How many times formation decides again when another writer revised its target meanwhile.
 _FORMATION_ATTEMPTS = 3
+
+
+def _may_replace(contents: Contents, current: StoredRow, explicit_start: bool) -> bool:
+    """Whether a write of ``contents`` may become ``current``'s next version: text from a
+    tool or the web never changes what others rely on, text others rely on is never folded
+    into a quarantined memory (it would be quarantined too), a memory kept to one session is
+    not changed from outside it, and no version starts before the one it closes."""
+    return (
+        (contents.trust is Trust.UNTRUSTED) == (current.trust == Trust.UNTRUSTED.value)
+        and contents.session_only == current.session_only
+        and (not explicit_start or contents.valid_from >= current.valid_from)
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

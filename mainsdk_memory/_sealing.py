@@ -62,6 +62,7 @@ __all__ = [
     "padded_size",
     "seal",
     "seal_vector",
+    "sealed_data",
     "to_record",
     "vector_ad",
 ]
@@ -100,6 +101,11 @@ def key_term(data_type: str, fields: dict[str, Any], names: Sequence[str]) -> st
     length (so no BM25 score moves) and produced by no word of a query."""
     values = json.dumps([fields[name] for name in names], sort_keys=True, ensure_ascii=False)
     return f"{KEY_MARK}{data_type}:{values}"
+
+
+def sealed_data(data: Any) -> Any:
+    """A record's ``data`` as the JSON fields that were sealed (a model as its dump)."""
+    return data.model_dump(mode="json") if isinstance(data, BaseModel) else data
 
 
 def data_fields(data: BaseModel | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -407,7 +413,7 @@ def _decrypt(
             revision=_optional(Revision, payload.get("revision")),
             derived_from=tuple(str(one) for one in payload.get("derived_from", ())),
             fact_key=tuple(str(one) for one in payload.get("fact_key", ())),
-            forked_from=_forked_from(payload.get("forked_from")),
+            forked_from=_optional_str(payload.get("forked_from"), "forked_from"),
             key=_optional_str(payload.get("key"), "key"),
             metadata=_metadata(payload.get("metadata")),
         )
@@ -434,10 +440,6 @@ _Model = TypeVar("_Model", Formation, Revision)
 
 def _optional(model: type[_Model], value: object) -> _Model | None:
     return None if value is None else model.model_validate(value)
-
-
-def _forked_from(value: object) -> str | None:
-    return _optional_str(value, "forked_from")
 
 
 def _optional_str(value: object, what: str) -> str | None:

@@ -125,6 +125,11 @@ def check_metadata(value: object) -> dict[str, Any] | None:
         raise InvalidInputError("metadata is a JSON object (a dict with string keys).")
     for name in value:
         _field(name)
+    if not _string_keys(value):
+        raise InvalidInputError(
+            "metadata's nested objects have string keys only (JSON would turn others into "
+            "strings); nothing was stored."
+        )
     try:
         encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
@@ -149,13 +154,27 @@ def check_metadata(value: object) -> dict[str, Any] | None:
     return copy
 
 
+def _string_keys(value: object, depth: int = 0) -> bool:
+    """Whether every object inside ``value`` has string keys (deeper than JSON nests: no)."""
+    if depth > 256:
+        return False
+    if isinstance(value, Mapping):
+        return all(
+            isinstance(name, str) and _string_keys(one, depth + 1) for name, one in value.items()
+        )
+    if isinstance(value, (list, tuple)):
+        return all(_string_keys(one, depth + 1) for one in value)
+    return True
+
+
 def _scalar(value: object) -> bool:
     return value is None or isinstance(value, (str, bool, int, float))
 
 
 def _canonical(value: object) -> str:
-    """One spelling per JSON value: ``1`` and ``1.0`` are one number."""
-    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
+    """One spelling per JSON value: ``1`` and ``1.0`` are one number (a whole float is its
+    integer exactly, at any size)."""
+    if isinstance(value, float) and value.is_integer():
         value = int(value)
     return json.dumps(value, ensure_ascii=False)
 
@@ -262,7 +281,7 @@ def _range_terms(name: str, operators: Mapping[str, object]) -> frozenset[str]:
 
 def _values(operator: str, value: object) -> list[object]:
     if operator == "$in":
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        if not isinstance(value, (list, tuple, set, frozenset)):
             raise InvalidInputError("$in takes a list of values.")
         values = list(value)
     else:

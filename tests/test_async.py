@@ -253,9 +253,10 @@ def test_calls_never_block_the_event_loop(memory: Memory, tmp_path: Path) -> Non
 
     (blocked, _), (longest, ticks) = asyncio.run(main())
     # Measured side by side in the same run, so a slow or loaded machine slows both: the sync
-    # recalls hold the loop for all of their work, the async ones only for moments (the GIL).
+    # recalls hold the loop for all of their work, the async ones only for moments (the GIL;
+    # on a loaded 2-core machine those moments reach a few hundred ms, hence half, not less).
     assert blocked >= 0.8
-    assert longest < blocked / 4, (longest, blocked, len(queries))
+    assert longest < blocked / 2, (longest, blocked, len(queries))
     assert ticks > 10
     _run(amemory.aclose())
 

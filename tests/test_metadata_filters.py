@@ -96,6 +96,15 @@ def test_shared_memories_are_filtered_under_the_tenant_s_keys(memory: Memory) ->
         assert "shipping" not in bot.context("asked", where={"topic": "refunds"})
 
 
+def test_whole_numbers_equal_their_floats_at_any_size(memory: Memory) -> None:
+    with tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        bot.remember("A big number.", metadata={"x": 2**60})
+        bot.remember("A big float.", metadata={"x": 2.0**60})
+        assert len(bot.list(where={"x": 2**60}).items) == 2
+        assert len(bot.list(where={"x": {"$in": [2.0**60]}}).items) == 2
+
+
 def test_large_metadata_round_trips_whole_beside_a_bounded_text(memory: Memory) -> None:
     document = {"body": "lorem ipsum dolor " * 12_000, "parts": list(range(2000))}  # ~220 KB
     with tenant.use("acme"):
@@ -117,6 +126,7 @@ def test_large_metadata_round_trips_whole_beside_a_bounded_text(memory: Memory) 
         "n = 1",
         {"n": {"$gt": True}},
         {"n": {"$lt": float("inf")}},
+        {"n": {"$in": {"1": 0}}},
     ],
 )
 def test_bad_filters_are_refused(memory: Memory, where: Any) -> None:
