@@ -21,7 +21,7 @@ import numpy.typing as npt
 from pydantic import BaseModel
 
 from mainsdk_memory._caller import Caller
-from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError
+from mainsdk_memory._errors import DamagedMemoryError, IntegrityError, InvalidInputError
 from mainsdk_memory._formation import Neighbour, WordSimilarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._recall import opened_vector, query_groups
@@ -137,10 +137,12 @@ def by_key(caller: Caller, subject: str, key: str) -> list[Held]:
     where = dataclasses.replace(scope_filter(caller, subject), tags=(tag,))
     rows = caller.services.store.list(where, limit=_KEYED)
     opened = leave_out_tampered(caller, rows, lambda row: (row, open_record(caller, row)))
+    for row, record in opened:
+        if record.key != key:  # the index names a memory sealed with another key
+            raise IntegrityError(row.memory_id)
     found = [
         Held(Neighbour(record.id, record.text, None, record.language), record, row)
         for row, record in opened
-        if record.key == key
     ]
     return sorted(found, key=lambda held: held.row.agent != caller.agent)  # stable: newest
 

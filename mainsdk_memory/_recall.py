@@ -9,9 +9,9 @@ memories never reach an embedder that runs a model.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from mainsdk_memory import _fusion, _rerank, _signals
 from mainsdk_memory import _validate as validate
@@ -21,7 +21,7 @@ from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError, Memory
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._records import Hit, MemoryRecord
 from mainsdk_memory._sealing import open_record, open_vector
-from mainsdk_memory._tags import by_tags
+from mainsdk_memory._tags import by_tags, matches
 from mainsdk_memory._text import DEFAULT_LANGUAGE, index_terms, query_terms
 from mainsdk_memory._vectors import CANDIDATES
 from mainsdk_memory._walls import screen
@@ -67,7 +67,7 @@ def recall(
     language: str = DEFAULT_LANGUAGE,
     note: AuditNote | None = None,
     memory_ids: frozenset[str] | None = None,
-    matching: object = None,
+    matching: Mapping[str, Any] | None = None,
 ) -> list[Hit]:
     """The best ``top_k`` memories for ``query`` the caller may see (see ``recall()``).
 
@@ -160,6 +160,8 @@ def recall(
         batch = candidates[start : start + pool]
         start += pool
         opened = _open(caller, where, batch, rows, versions)
+        if matching is not None:  # the store's tags, checked against what was sealed
+            opened = [one for one in opened if matches(matching, one[0].metadata)]
         if model is not None:
             opened = _second_pass(model, opened, asked, bm25, cosines)
         scored += opened

@@ -106,7 +106,7 @@ from mainsdk_memory._sealing import (
 )
 from mainsdk_memory._signals import count_uses, feedback_value
 from mainsdk_memory._signals import feedback as add_feedback
-from mainsdk_memory._tags import by_tags, check_key, check_metadata, require_tags
+from mainsdk_memory._tags import by_tags, check_key, check_metadata, matches, require_tags
 from mainsdk_memory._text import check_language
 from mainsdk_memory._walls import (
     check_injection,
@@ -1229,6 +1229,8 @@ class _Handle:
             rows = rows[:limit]
             next_cursor = _encode_cursor(rows[-1]) if more and rows else None
             items = leave_out_tampered(caller, rows, lambda row: open_record(caller, row))
+            if where is not None:  # the store's tags, checked against what was sealed
+                items = [record for record in items if matches(where, record.metadata)]
             note.memory_ids.extend(record.id for record in items)
             note.count = len(items)
             return Page(items=items, next_cursor=next_cursor)

@@ -48,6 +48,7 @@ __all__ = [
     "check_metadata",
     "compile_where",
     "key_tag",
+    "matches",
     "require_tags",
     "version_tags",
 ]
@@ -264,7 +265,8 @@ def _bound(operator: str, value: object) -> float:
     return number
 
 
-def _range_terms(name: str, operators: Mapping[str, object]) -> frozenset[str]:
+def _interval(operators: Mapping[str, object]) -> tuple[int, int]:
+    """The order codes (inclusive) the range operators among ``operators`` leave."""
     low, high = 0, _TOP
     for operator in _RANGES & operators.keys():
         code = _order(_bound(operator, operators[operator]))
@@ -276,6 +278,11 @@ def _range_terms(name: str, operators: Mapping[str, object]) -> frozenset[str]:
             high = min(high, code - 1)
         else:
             high = min(high, code)
+    return low, high
+
+
+def _range_terms(name: str, operators: Mapping[str, object]) -> frozenset[str]:
+    low, high = _interval(operators)
     return frozenset(_prefix_term(name, digits, prefix) for digits, prefix in _cover(low, high))
 
 
@@ -348,3 +355,29 @@ def by_tags(caller: Caller, where: Filter, spec: object) -> Filter:
     return dataclasses.replace(
         where, tags=where.tags + clauses, tags_absent=where.tags_absent | absent
     )
+
+
+def matches(spec: Mapping[str, Any], metadata: Mapping[str, Any] | None) -> bool:
+    """Whether opened ``metadata`` meets ``spec`` (checked already by :func:`compile_where`):
+    the store's answer is checked again after opening, so a tag someone who can write the
+    store moved to another row adds nothing to an answer."""
+    held = metadata or {}
+    for name, condition in spec.items():
+        operators = condition if isinstance(condition, Mapping) else {"$eq": condition}
+        present = name in held and _scalar(held[name])
+        spelled = _canonical(held[name]) if present else None
+        for operator, operand in operators.items():
+            if operator in ("$eq", "$in", "$ne"):
+                equal = present and spelled in {
+                    _canonical(one) for one in _values(operator, operand)
+                }
+                if equal == (operator == "$ne"):
+                    return False
+        if _RANGES & operators.keys():
+            number = _number(held.get(name)) if present else None
+            if number is None:
+                return False
+            low, high = _interval(operators)
+            if not low <= _order(number) <= high:
+                return False
+    return True

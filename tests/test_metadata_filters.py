@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mainsdk_memory import (
+    IntegrityError,
     InvalidInputError,
     Memory,
     MemoryCapabilityError,
@@ -252,3 +253,27 @@ def test_filters_answer_what_python_answers(
     with tenant.use("acme"):
         page = memory.acting_for("ada", agent="bot").list(where=where, limit=100)
     assert sorted(record.id for record in page.items) == expected
+
+
+def test_tags_moved_by_someone_who_can_write_the_store_add_nothing(tmp_path: Path) -> None:
+    import sqlite3
+
+    KeyStore.create(tmp_path / "keys")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    with Memory.open(url, keys=tmp_path / "keys", app="app") as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        bot.remember("Ada is on the gold plan.", key="k-gold", metadata={"plan": "gold"})
+        bot.remember("Ada is on the free plan.", key="k-free", metadata={"plan": "free"})
+        with sqlite3.connect(tmp_path / "store.db") as db:  # swap the two rows' tags
+            first, second = [doc for (doc,) in db.execute(
+                "SELECT DISTINCT doc FROM memory_tags ORDER BY doc")]
+            db.execute("UPDATE memory_tags SET doc = -1 WHERE doc = ?", (first,))
+            db.execute("UPDATE memory_tags SET doc = ? WHERE doc = ?", (first, second))
+            db.execute("UPDATE memory_tags SET doc = ? WHERE doc = -1", (second,))
+        assert bot.list(where={"plan": "gold"}).items == []  # not the free plan's memory
+        assert bot.recall("plan", where={"plan": "gold"}) == []
+        with pytest.raises(IntegrityError):
+            bot.get(key="k-gold")
+        with pytest.raises(IntegrityError):
+            bot.remember("Ada is on the platinum plan.", key="k-gold")
+        assert len(bot.list(limit=10).items) == 2
