@@ -20,6 +20,7 @@ load average before and after.
 
     .venv/bin/python -m benchmarks.caller_keys              # 1,000 and 10,000
     .venv/bin/python -m benchmarks.caller_keys 1000         # one size
+    .venv/bin/python -m benchmarks.caller_keys --stores local,SQLite 10000
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def _measure(memory: Memory, plain: sqlite3.Connection, size: int) -> dict[str, 
 
 
 def main(argv: list[str]) -> int:
+    stores = ["local", "SQLite", "PostgreSQL"]
+    if argv[:1] == ["--stores"]:
+        stores, argv = argv[1].split(","), argv[2:]
     sizes = [int(arg) for arg in argv] or [1_000, 10_000]
     print(f"machine: {json.dumps(describe())}")
     print(f"load average before: {load_average()}")
@@ -129,7 +133,7 @@ def main(argv: list[str]) -> int:
     with postgres() as pg:
         pg_name, new_database = pg
         for size in sizes:
-            for name in ("local", "SQLite", pg_name):
+            for name in [pg_name if one == "PostgreSQL" else one for one in stores]:
                 with tempfile.TemporaryDirectory(prefix="mainsdk-keys-") as where:
                     folder = Path(where)
                     KeyStore.create(folder / "keys")

@@ -54,9 +54,10 @@ Needs ``openai-agents``: ``pip install 'mainsdk-memory[openai-agents]'``.
 
 from __future__ import annotations
 
+import hmac
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, cast
 
@@ -107,15 +108,29 @@ def _envelope(**fields: Any) -> str:
     return json.dumps({_MARK: _VERSION, **fields}, ensure_ascii=False, separators=(",", ":"))
 
 
-def _opened(entry: Episode) -> dict[str, Any] | None:
+def _signed(mac: Callable[[str], str], role: str, envelope: str) -> str:
+    """``envelope`` with a keyed MAC of it and its role: what only this adapter writes, so
+    text someone else put in the session's ledger (a user's words that look like an
+    envelope) is never read as an item, a pop or a clear."""
+    tag = mac(f"{_MARK}/{_VERSION}\x1f{role}\x1f{envelope}")
+    return f'{envelope[:-1]},"mac":"{tag}"}}'
+
+
+def _opened(entry: Episode, mac: Callable[[str], str]) -> dict[str, Any] | None:
     """The envelope of an entry this session wrote, or ``None`` (another entry: skipped)."""
     try:
         document = json.loads(entry.text)
     except ValueError:
         return None
-    if isinstance(document, dict) and document.get(_MARK) == _VERSION:
-        return document
-    return None
+    if not isinstance(document, dict) or document.get(_MARK) != _VERSION:
+        return None
+    tag = document.pop("mac", None)
+    envelope = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    if not isinstance(tag, str) or not hmac.compare_digest(
+        tag, mac(f"{_MARK}/{_VERSION}\x1f{entry.role}\x1f{envelope}")
+    ):
+        return None
+    return document
 
 
 def _role(item: dict[str, Any], index: int) -> EpisodeRole:
@@ -314,7 +329,7 @@ class MemorySession:
         hidden: set[str] = set()
         parts: dict[str, dict[int, str]] = {}
         for entry in self._entries():
-            document = _opened(entry)
+            document = _opened(entry, self._mac)
             if document is None:
                 continue
             if document.get("clear") is True:
@@ -378,7 +393,17 @@ class MemorySession:
             at = max(datetime.now(UTC), at + _TICK)
 
     def _write(self, role: EpisodeRole, text: str, at: datetime, labels: Sequence[str]) -> Episode:
-        return self._handle.episodes.append(role, text, at=at, labels=labels)
+        return self._handle.episodes.append(
+            role, _signed(self._mac, role, text), at=at, labels=labels
+        )
+
+    def _mac(self, text: str) -> str:
+        """A keyed MAC under the person's index key (never stored in the clear: sealed in
+        the entry with its text)."""
+        caller = caller_of(self._handle)
+        keys = caller.services.subject_keys(caller.tenant, caller.person, create=True)
+        assert keys is not None  # noqa: S101 - create=True always returns keys
+        return keys.blind(text)
 
     def _append(self, items: list[TResponseInputItem]) -> None:
         encoded = _encoded(items)  # every item checked before any is written
