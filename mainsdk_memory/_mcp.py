@@ -278,6 +278,20 @@ def _parse(model: type[_ArgumentsT], arguments: Mapping[str, Any] | None) -> _Ar
 
 # -- the tools --------------------------------------------------------------------------------
 
+_WRITTEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "version": {"type": "integer"},
+        "kind": {"type": "string"},
+        "trust": {"type": "string"},
+        "quarantined": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["id", "version", "kind", "trust", "quarantined"],
+}
+"""What remember and revise return: the version written."""
+
 _REMEMBER_TOOL = types.Tool(
     name=REMEMBER,
     title="Remember",
@@ -314,18 +328,7 @@ _REMEMBER_TOOL = types.Tool(
         "required": ["text"],
         "additionalProperties": False,
     },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "id": {"type": "string"},
-            "version": {"type": "integer"},
-            "kind": {"type": "string"},
-            "trust": {"type": "string"},
-            "quarantined": {"type": "boolean"},
-            "note": {"type": "string"},
-        },
-        "required": ["id", "version", "kind", "trust", "quarantined"],
-    },
+    output_schema=_WRITTEN_SCHEMA,
     annotations=types.ToolAnnotations(
         title="Remember",
         read_only_hint=False,
@@ -504,19 +507,6 @@ _LIST_TOOL = types.Tool(
         open_world_hint=False,
     ),
 )
-
-_WRITTEN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "version": {"type": "integer"},
-        "kind": {"type": "string"},
-        "trust": {"type": "string"},
-        "quarantined": {"type": "boolean"},
-        "note": {"type": "string"},
-    },
-    "required": ["id", "version", "kind", "trust", "quarantined"],
-}
 
 _REVISE_TOOL = types.Tool(
     name=REVISE,

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mainsdk_memory._errors import InvalidInputError, MemoryCapabilityError
+from mainsdk_memory._validate import encodable
 from mainsdk_memory.drivers import MAX_TAGS, Filter
 
 if TYPE_CHECKING:
@@ -81,14 +82,6 @@ def _controls(value: str) -> bool:
     return any(ord(char) < 32 or 0x7F <= ord(char) < 0xA0 for char in value)
 
 
-def _encodable(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_key(value: object) -> str:
     """A caller key: a string of 1 to :data:`MAX_KEY_CHARS` characters, no control ones."""
     if not isinstance(value, str):
@@ -97,7 +90,7 @@ def check_key(value: object) -> str:
         raise InvalidInputError(
             f"key is 1 to {MAX_KEY_CHARS} characters; nothing was stored."
         )
-    if _controls(value) or not _encodable(value):
+    if _controls(value) or not encodable(value):
         raise InvalidInputError(
             "key holds control characters or lone surrogates; nothing was stored."
         )
@@ -107,7 +100,7 @@ def check_key(value: object) -> str:
 def _field(name: object, what: str = "metadata") -> str:
     if not isinstance(name, str):
         raise InvalidInputError(f"{what} field names are strings.")
-    if not name or len(name) > MAX_FIELD_CHARS or _controls(name) or not _encodable(name):
+    if not name or len(name) > MAX_FIELD_CHARS or _controls(name) or not encodable(name):
         raise InvalidInputError(
             f"{what} field names are 1 to {MAX_FIELD_CHARS} characters, with no control "
             "characters or lone surrogates."

@@ -47,7 +47,8 @@ def name(value: object, what: str) -> str:
     return value
 
 
-def _encodable(value: str) -> bool:
+def encodable(value: str) -> bool:
+    """Whether ``value`` is valid Unicode (no lone surrogates), so it can be sealed."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -62,7 +63,7 @@ def person(value: object) -> str:
         or not 0 < len(value) <= 256
         or value.strip() != value
         or any(ord(c) < 32 or ord(c) == 127 for c in value)
-        or not _encodable(value)
+        or not encodable(value)
     ):
         raise InvalidInputError(
             "A person id must be a string of 1 to 256 characters of valid Unicode, without "
@@ -100,7 +101,7 @@ def text(value: object, limit: int, what: str = "text") -> str:
             f"The {what} is {len(value)} characters; the limit is {limit}. Split it into "
             "several memories."
         )
-    if not _encodable(value):
+    if not encodable(value):
         raise InvalidInputError(f"The {what} is not valid Unicode (lone surrogates).")
     return value
 
@@ -109,7 +110,7 @@ def source(value: object) -> Source:
     """A :class:`Source` whose strings are valid Unicode and whose time is aware."""
     if not isinstance(value, Source):
         raise InvalidInputError("source must be a Source, for example Source.person(id).")
-    if not all(_encodable(part) for part in (value.id, value.ref) if part is not None):
+    if not all(encodable(part) for part in (value.id, value.ref) if part is not None):
         raise InvalidInputError("The source's id or ref is not valid Unicode (lone surrogates).")
     if value.at is not None:
         aware(value.at, "source.at")
