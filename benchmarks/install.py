@@ -44,9 +44,10 @@ from benchmarks.machine import describe, load_average
 __all__ = ["PACKAGED", "build_wheel", "main", "measure"]
 
 REPO = Path(__file__).resolve().parents[1]
-#: What the wheel is built from (pyproject.toml's package-dir and readme).
+#: What the wheel is built from (pyproject.toml's package-dir and readme; docs/ for the errors
+#: page the package ships).
 PACKAGED = ("pyproject.toml", "README.md", "mainsdk_memory", "drivers", "keys", "checks",
-            "conformance")
+            "conformance", "docs")
 
 #: Run inside the fresh venv: the README's example on the default install, timed, with RSS.
 PROBE = r'''

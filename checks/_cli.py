@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mainsdk_memory._version import add_version_argument
 from mainsdk_memory.checks._config import Config, ConfigError, find_config, load_config
 from mainsdk_memory.checks._docs import rule_page, write_pages
 from mainsdk_memory.checks._output import FORMATS, render
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--write-docs", type=Path, metavar="FOLDER",
                         help="write every rule's page (docs/rules) and exit")
     parser.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    add_version_argument(parser)
     return parser
 
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mainsdk_memory import _urls
+
 __all__ = ["DOCS_BASE_URL", "Diagnostic", "Finding", "docs_url"]
 
-DOCS_BASE_URL = "https://mainsdk.dev/memory/docs/rules/"
-"""Where docs/rules/ is published; a rule's page is ``<code>.md`` under it (ADR 0034)."""
+DOCS_BASE_URL = _urls.docs_url("rules/")
+"""Where docs/rules/ is published (mainsdk_memory._urls); a rule's page is ``<code>.md`` under it
+(ADR 0034)."""
 
 
 def docs_url(code: str) -> str:

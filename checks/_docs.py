@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mainsdk_memory.checks._rule import RULES, Rule
+from mainsdk_memory.checks._rule import RULES, SECURITY_SEVERITY, Rule
 
 __all__ = ["example_blocks", "index_page", "rule_page", "write_pages"]
 
@@ -47,6 +47,56 @@ untrusted-calls = ["myapp.scraper.fetch_page"]  # MAIN-MEM-0023
 
 - On one line: `# memory-check: ignore[MAIN-MEM-0022] <why it is safe>`.
 - It reads code with Python's `ast` module and never imports or runs it.
+
+## In CI: code scanning and pre-commit
+
+Each rule in the SARIF output carries `properties.security-severity` (the score in the table
+above: critical 9.5, high 8.0, medium 5.5, low 3.0) and `properties.tags` (`security`, the
+area, the CWE), which GitHub code scanning uses to rank and file its alerts. This workflow
+checks every push and pull request and uploads the findings to the repository's Security tab:
+
+```yaml
+# .github/workflows/memory-check.yml
+name: memory-check
+on: [push, pull_request]
+permissions:
+  contents: read
+  security-events: write  # upload-sarif writes the code-scanning alerts
+jobs:
+  memory-check:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.12"
+      - run: pip install mainsdk-memory
+      - name: memory-check
+        # exit status 1 (findings) must not skip the upload that shows them
+        run: memory-check --format sarif --output memory-check.sarif
+        continue-on-error: true
+      - uses: github/codeql-action/upload-sarif@v3
+        with:
+          sarif_file: memory-check.sarif
+          category: memory-check
+```
+
+Leave out `continue-on-error` (and keep the upload with `if: always()`) to fail the job on a
+finding as well. Before a commit, with [pre-commit](https://pre-commit.com), the hook this
+repository declares in `.pre-commit-hooks.yaml` checks the staged Python files:
+
+```yaml
+# .pre-commit-config.yaml
+repos:
+  - repo: https://github.com/mainsdk/mainsdk-memory
+    rev: v0.1.0  # a release tag
+    hooks:
+      - id: memory-check
+```
+
+pre-commit names the files, and a file given by name is always checked, whatever `paths` and
+`exclude` say (`per-file-ignores` still apply): leave files out with the hook's own `exclude:`
+regular expression.
 """
 
 
@@ -81,7 +131,8 @@ def rule_page(rule: type[Rule]) -> str:
         f"<!-- Generated from the docstring of {source} by "
         "`memory-check --write-docs docs/rules`; edit the docstring, not this page. -->\n\n"
         f"# {rule.code}: {rule.summary().rstrip('.')}\n\n"
-        f"Rule name: `{rule.name}`.\n\n"
+        f"Rule name: `{rule.name}`. Severity: {rule.severity} (SARIF security-severity "
+        f"{SECURITY_SEVERITY[rule.severity]}).\n\n"
         f"{rule.documentation()}\n"
         f"{_suppress_section(rule)}"
     )
@@ -90,7 +141,7 @@ def rule_page(rule: type[Rule]) -> str:
 def index_page() -> str:
     """The list of every rule, linking to its page."""
     rows = "".join(
-        f"| [{code}]({code}.md) | `{rule.name}` | {rule.summary()} |\n"
+        f"| [{code}]({code}.md) | `{rule.name}` | {rule.severity} | {rule.summary()} |\n"
         for code, rule in sorted(RULES.items())
     )
     return (
@@ -99,7 +150,7 @@ def index_page() -> str:
         "`memory-check [PATHS...]` reads Python code with the standard `ast` module, without\n"
         "importing or running it, and reports these mistakes in how code uses mainsdk-memory.\n"
         "Every diagnostic links to its page here.\n\n"
-        "| Code | Name | What it reports |\n| --- | --- | --- |\n"
+        "| Code | Name | Severity | What it reports |\n| --- | --- | --- | --- |\n"
         f"{rows}"
         f"{_USAGE}"
     )

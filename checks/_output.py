@@ -7,15 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mainsdk_memory._version import version
 from mainsdk_memory.checks._diagnostic import DOCS_BASE_URL, docs_url
-from mainsdk_memory.checks._rule import RULES, Rule
+from mainsdk_memory.checks._rule import RULES, SECURITY_SEVERITY, Rule
 from mainsdk_memory.checks._runner import FILE_NOT_CHECKED, Report
 
 __all__ = ["FORMATS", "render"]
 
 FORMATS = ("text", "json", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-TOOL_VERSION = "0.1.0"
+TOOL_VERSION = version()
 
 
 def render(report: Report, fmt: str, rules: Sequence[type[Rule]] | None = None) -> str:
@@ -61,7 +62,11 @@ def _sarif_rule(rule: type[Rule]) -> dict[str, Any]:
         "help": {"text": f"See {docs_url(rule.code)}", "markdown": rule.documentation()},
         "helpUri": docs_url(rule.code),
         "defaultConfiguration": {"level": "error"},
-        "properties": {"tags": ["security", "privacy"]},
+        # GitHub code scanning ranks findings by security-severity (a CVSS-like score)
+        "properties": {
+            "tags": list(rule.tags),
+            "security-severity": SECURITY_SEVERITY[rule.severity],
+        },
     }
 
 

@@ -12,12 +12,21 @@ import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import ClassVar, Final, Literal, TypeVar
 
 from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks._flow import Analysis, Origin, Sink, Value
 
-__all__ = ["RULES", "Module", "Rule", "Settings", "TaintRule", "register"]
+__all__ = [
+    "RULES", "SECURITY_SEVERITY", "Module", "Rule", "Settings", "Severity", "TaintRule", "register",
+]
+
+Severity = Literal["critical", "high", "medium", "low"]
+#: The CVSS-like score of each severity, as SARIF's ``properties.security-severity`` carries
+#: it: GitHub code scanning ranks a finding critical over 9.0, high from 7.0, medium from 4.0.
+SECURITY_SEVERITY: Final[dict[Severity, str]] = {
+    "critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0",
+}
 
 _CODE = re.compile(r"MAIN-MEM-\d{4}")
 
@@ -92,6 +101,10 @@ class Rule:
     needs_memory: ClassVar[bool] = True
     """Whether the rule can only fire in a module that mentions ``mainsdk_memory``."""
     suppressible: ClassVar[bool] = True
+    severity: ClassVar[Severity] = "medium"
+    """How much harm what the rule finds can do (each rule of this package sets its own)."""
+    tags: ClassVar[tuple[str, ...]] = ("security",)
+    """SARIF tags: ``security`` first, then the area and the CWE (``external/cwe/cwe-N``)."""
 
     @classmethod
     def summary(cls) -> str:

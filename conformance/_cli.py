@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from mainsdk_memory._version import add_version_argument
+
 from ._runner import DEFAULT_SEED, FactoryError, load_factory, run_suite
 
 __all__ = ["main"]
@@ -47,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_SEED,
         help=f"seed of the synthetic data (default {DEFAULT_SEED}); a seed reproduces a run",
     )
+    add_version_argument(parser)
     return parser
 
 

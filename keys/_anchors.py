@@ -34,8 +34,8 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -240,16 +240,21 @@ class Anchors:
         except OSError as exc:
             raise self._error("locked") from exc
 
-    @contextmanager
-    def formation_lock(self, scope: str, subject: str) -> Iterator[None]:
+    def formation_lock(self, scope: str, subject: str) -> AbstractContextManager[None]:
         """One formation write at a time for ``subject`` of ``scope``, in every process and
         thread: the neighbours it read are still the neighbours when it writes. The file is
         one of :data:`FORMATION_LOCKS`, picked by a hash, so its name says nothing."""
-        digest = hashlib.sha256(f"{scope}\x00{subject}".encode()).digest()
-        name = f"formation-{digest[0] % FORMATION_LOCKS:02d}.lock"
+        return self.formation_locks(scope, (subject,))
+
+    @contextmanager
+    def formation_locks(self, scope: str, subjects: Iterable[str]) -> Iterator[None]:
+        """The formation locks of every one of ``subjects`` at once (a bulk write), each lock
+        file taken once, in one order, so two bulk writers never wait for each other."""
+        names = sorted({_formation_lock_name(scope, subject) for subject in subjects})
         with contextlib.ExitStack() as stack:
-            try:  # only taking the lock is the key store's failure; the body's are its own
-                stack.enter_context(file_lock(self._path.with_name(name), exclusive=True))
+            try:  # only taking the locks is the key store's failure; the body's are its own
+                for name in names:
+                    stack.enter_context(file_lock(self._path.with_name(name), exclusive=True))
             except OSError as exc:
                 raise self._error("locked") from exc
             yield
@@ -306,19 +311,36 @@ class Anchors:
         self,
         scope: str,
         entries: Iterable[tuple[str, str, str, str, datetime, tuple[str, ...]]],
+        *,
+        pinned: Collection[str] = frozenset(),
+        cap: int | None = None,
     ) -> dict[str, bytes]:
-        """Anchor many unpinned memories at once, each at version 1: ``(memory id, subject,
-        row subject, agent, created_at, labels)`` (a bulk load, before its rows are written);
-        return their salts."""
+        """Anchor many memories at once, each at version 1: ``(memory id, subject, row
+        subject, agent, created_at, labels)`` (a bulk write, before its rows are written);
+        return their salts. The ids in ``pinned`` are anchored pinned.
+
+        With ``cap``, raise :class:`CapReached` (and anchor nothing) if an agent would hold
+        more than ``cap`` memories of a subject: counted and inserted in one transaction.
+        """
         salts: dict[str, bytes] = {}
         rows = []
+        adding: dict[tuple[str, str], int] = {}
         for memory_id, subject, row_subject, agent, created_at, labels in entries:
             salt = salts[memory_id] = secrets.token_bytes(32)
+            adding[(subject, agent)] = adding.get((subject, agent), 0) + 1
             rows.append(
-                _memory_row(scope, memory_id, subject, row_subject, agent, False, created_at,
-                            labels, salt)
+                _memory_row(scope, memory_id, subject, row_subject, agent,
+                            memory_id in pinned, created_at, labels, salt)
             )
         with self._write() as connection:
+            if cap is not None:
+                for (subject, agent), count in adding.items():
+                    (held,) = connection.execute(
+                        "SELECT COUNT(*) FROM memory WHERE subject = ? AND agent = ?",
+                        (subject, agent),
+                    ).fetchone()
+                    if held + count > cap:
+                        raise CapReached
             connection.executemany(
                 "INSERT INTO memory VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)", rows
             )
@@ -496,3 +518,8 @@ def _split(blob: bytes) -> set[bytes]:
 def _join(parts: set[bytes]) -> bytes:
     return b"".join(sorted(parts))
 
+
+def _formation_lock_name(scope: str, subject: str) -> str:
+    """The lock file of ``subject``'s formation writes: one of :data:`FORMATION_LOCKS`."""
+    digest = hashlib.sha256(f"{scope}\x00{subject}".encode()).digest()
+    return f"formation-{digest[0] % FORMATION_LOCKS:02d}.lock"

@@ -12,20 +12,21 @@ Two lock files sit in the key store folder (0600)::
                     (:func:`announce_destroy`), so its size tells every process holding
                     subject keys that one is gone (ADR 0039); the lock never reads it
 
-They are ``flock(2)`` locks: the kernel drops them when the holding process dies, so a killed
-rotation never leaves a stale lock behind, and an operator can take one from a shell with
-``flock(1)`` (docs/keys.md, "Backups").
+They are ``flock(2)`` locks (``LockFileEx`` on Windows; :mod:`mainsdk_memory._locking`): the
+system drops them when the holding process dies, so a killed rotation never leaves a stale
+lock behind, and an operator can take one from a shell with ``flock(1)`` (docs/keys.md,
+"Backups").
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from mainsdk_memory._files import FILE_MODE
+from mainsdk_memory._locking import LockHeld, lock, release
 
 __all__ = ["ROTATE_LOCK", "SUBJECTS_LOCK", "LockHeld", "announce_destroy", "file_lock"]
 
@@ -33,29 +34,23 @@ ROTATE_LOCK = "rotate.lock"
 SUBJECTS_LOCK = "subjects.lock"
 
 
-class LockHeld(Exception):
-    """A non-blocking lock is held by another process (or another handle of this one)."""
-
-
 @contextmanager
 def file_lock(path: Path, *, exclusive: bool, wait: bool = True) -> Iterator[None]:
-    """Hold a ``flock`` on ``path`` (created 0600 if missing) for the ``with`` block.
+    """Hold a lock on ``path`` (created 0600 if missing) for the ``with`` block.
 
-    With ``wait=False`` a lock held elsewhere raises :class:`LockHeld` at once.
+    With ``wait=False`` a lock held elsewhere raises :class:`LockHeld` at once; where this
+    Python has no file locks, :class:`~mainsdk_memory.ConfigurationError`.
     """
     fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)  # independent of the umask
-        operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-        if not wait:
-            operation |= fcntl.LOCK_NB
         try:
-            fcntl.flock(fd, operation)
-        except BlockingIOError as exc:
+            lock(fd, exclusive=exclusive, wait=wait)
+        except LockHeld as exc:
             raise LockHeld(path.name) from exc
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        release(fd)
 
 
 def announce_destroy(path: Path) -> None:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mainsdk_memory._errors import KeyStoreError
 from mainsdk_memory._files import fsync_folder, remove_durably, write_private
+from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory.keys._locks import ROTATE_LOCK, LockHeld, file_lock
 from mainsdk_memory.keys._store import (
     KEYSTORE_FILE,
@@ -165,16 +166,23 @@ def _refuse(root: Path, unopened: list[Path]) -> KeyStoreError:
 
 
 def rotate_key_store(
-    store: KeyStore, *, checkpoint: Checkpoint = _no_checkpoint
+    store: KeyStore,
+    *,
+    checkpoint: Checkpoint = _no_checkpoint,
+    progress: Progress | None = None,
 ) -> RotationReport:
     """Rotate (or finish rotating) ``store``; see the module docstring for the steps.
 
-    ``checkpoint`` is the private test hook described at :data:`Checkpoint`.
+    ``progress(done, total)`` is called after each subject key is re-wrapped (or found
+    already under the new KEK) in step 3, ``total`` being the subject keys found then; the
+    sweep of step 4 may add to both. ``checkpoint`` is the private test hook described at
+    :data:`Checkpoint`.
     """
+    progress = checked(progress)
     root = store.path
     try:
         with file_lock(root / ROTATE_LOCK, exclusive=True, wait=False):
-            return _rotate(store, checkpoint)
+            return _rotate(store, checkpoint, progress)
     except LockHeld:
         raise KeyStoreError(
             f"Another rotation of the key store at {root} is running; this one changed "
@@ -183,7 +191,7 @@ def rotate_key_store(
         ) from None
 
 
-def _rotate(store: KeyStore, checkpoint: Checkpoint) -> RotationReport:
+def _rotate(store: KeyStore, checkpoint: Checkpoint, progress: Progress | None) -> RotationReport:
     root = store.path
     document, stamp = read_document(root)
     store._adopt(document, stamp)  # refuses a damaged store before anything changes
@@ -200,12 +208,18 @@ def _rotate(store: KeyStore, checkpoint: Checkpoint) -> RotationReport:
     retiring = tuple(sorted(ring.kids - {ring.active_kid}))
 
     rewrapped = 0
-    for file in _subject_files(root):
+    files = _subject_files(root)
+    seen = {file.name for file in files}
+    for number, file in enumerate(files, start=1):
         with store._subjects_lock(exclusive=True):
             done = _rewrap(ring, file)
         if done:
             rewrapped += 1
             checkpoint("rewrapped", rewrapped)
+        if progress is not None:
+            progress(number, len(files))
+    if progress is not None and not files:
+        progress(0, 0)
 
     final = ring.only_active()
     with store._subjects_lock(exclusive=True):
@@ -214,6 +228,10 @@ def _rotate(store: KeyStore, checkpoint: Checkpoint) -> RotationReport:
         for file in files:
             done = _rewrap(ring, file)
             rewrapped += bool(done)
+            if file.name not in seen:  # wrapped meanwhile by a process on the old KEK
+                seen.add(file.name)
+                if progress is not None:
+                    progress(len(seen), len(seen))
             try:
                 final.unwrap(json.loads(file.read_bytes()), file.stem)
             except FileNotFoundError:

@@ -80,10 +80,12 @@ from cryptography.hazmat.primitives.serialization import (
 
 from mainsdk_memory._errors import KeyStoreError, SealError
 from mainsdk_memory._files import create_private_once, make_private_dir, remove_durably
+from mainsdk_memory._locking import require as require_locks
 from mainsdk_memory.keys._anchors import ANCHORS_FILE, Anchors
 from mainsdk_memory.keys._locks import SUBJECTS_LOCK, announce_destroy, file_lock
 
 if TYPE_CHECKING:
+    from mainsdk_memory._progress import Progress
     from mainsdk_memory.keys._rotation import RotationReport
 
 __all__ = ["KekRing", "KeyStore", "SigningKey", "SubjectKeys", "associated_data"]
@@ -562,6 +564,7 @@ class KeyStore(_NoCopy):
     @classmethod
     def create(cls, path: str | os.PathLike[str]) -> KeyStore:
         """Create a new key store at ``path``; refuse to overwrite an existing one."""
+        require_locks()  # before anything is written: never a half-made key store
         root = Path(path)
         if (root / KEYSTORE_FILE).exists():
             raise KeyStoreError(
@@ -597,6 +600,7 @@ class KeyStore(_NoCopy):
         other permission bit) is refused, as ssh refuses such a private key, unless
         ``allow_readable`` says the operator chose it.
         """
+        require_locks()
         root = Path(path)
         if not allow_readable:
             refuse_open_permissions(root)
@@ -803,7 +807,7 @@ class KeyStore(_NoCopy):
 
     # -- rotation -------------------------------------------------------------------------
 
-    def rotate(self) -> RotationReport:
+    def rotate(self, *, progress: Progress | None = None) -> RotationReport:
         """Rotate the key-encryption key and the signing key; finish an interrupted rotation.
 
         A new KEK becomes active and every subject secret is re-wrapped under it (the secrets
@@ -813,11 +817,13 @@ class KeyStore(_NoCopy):
         :meth:`export_public_jwks`. Crash-safe: if interrupted, every subject still opens and
         the next call finishes the same rotation instead of starting another. A second
         rotation running at the same time raises :class:`KeyStoreError`. ADR 0060.
+        ``progress(done, total)`` is called after each subject key is re-wrapped (counts
+        only); a non-callable ``progress`` raises ``InvalidInputError`` and changes nothing.
         """
         # Imported here: the rotation steps are built on this class's private helpers.
         from mainsdk_memory.keys._rotation import rotate_key_store
 
-        return rotate_key_store(self)
+        return rotate_key_store(self, progress=progress)
 
     # -- signing --------------------------------------------------------------------------
 

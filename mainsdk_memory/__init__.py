@@ -27,11 +27,13 @@ from mainsdk_memory._episodes import Episode, Episodes
 from mainsdk_memory._errors import (
     AgentDisabledError,
     AuditError,
+    BatchError,
     BundleError,
     ConfigurationError,
     ConsentRequiredError,
     DamagedMemoryError,
     ErasePolicyError,
+    ExportError,
     IntegrityError,
     InvalidInputError,
     KeyStoreError,
@@ -53,6 +55,7 @@ from mainsdk_memory._errors import (
     TokenError,
 )
 from mainsdk_memory._fork import Fork
+from mainsdk_memory._importing import ImportReport
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._options import Options
 from mainsdk_memory._privacy import Privacy
@@ -93,6 +96,7 @@ __all__ = [
     "AsyncScopedMemory",
     "AsyncWorkingMemory",
     "AuditError",
+    "BatchError",
     "BundleError",
     "Capabilities",
     "ConfigurationError",
@@ -103,10 +107,12 @@ __all__ = [
     "Episode",
     "Episodes",
     "ErasePolicyError",
+    "ExportError",
     "ForgetRequest",
     "Fork",
     "Formation",
     "Hit",
+    "ImportReport",
     "IntegrityError",
     "InvalidInputError",
     "KeyStoreError",

@@ -262,6 +262,7 @@ class _AsyncHandle(_Async[_H_co]):
         return AsyncEpisodes(self._sync.episodes, self._runner)
 
     remember = _in_thread(_Handle.remember)
+    remember_many = _in_thread(_Handle.remember_many)
     revise = _in_thread(_Handle.revise)
     get = _in_thread(_Handle.get)
     list = _in_thread(_Handle.list)
@@ -323,6 +324,7 @@ class AsyncPrivacy(_Async[Privacy]):
     receipts = _in_thread(Privacy.receipts)
     export_procedures = _in_thread(Privacy.export_procedures)
     import_procedures = _in_thread(Privacy.import_procedures)
+    import_export = _in_thread(Privacy.import_export)
 
 
 class AsyncMemory(_Async[Memory]):

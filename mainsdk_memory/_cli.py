@@ -12,11 +12,16 @@ from pathlib import Path
 
 from mainsdk_memory import mcp_server, receipts, tenant
 from mainsdk_memory._cli_consolidate import add_consolidate_command
+from mainsdk_memory._cli_explain import add_explain_command
+from mainsdk_memory._cli_import import add_import_command
 from mainsdk_memory._cli_privacy import add_privacy_commands
 from mainsdk_memory._cli_reindex import add_reindex_command
+from mainsdk_memory._cli_serve import add_serve_command
 from mainsdk_memory._errors import MemorySDKError, ReceiptError
 from mainsdk_memory._memory import Memory
+from mainsdk_memory._progress import bar
 from mainsdk_memory._records import Source
+from mainsdk_memory._version import add_version_argument
 from mainsdk_memory.drivers.db import upgrade_command
 from mainsdk_memory.keys import KeyStore
 
@@ -42,7 +47,8 @@ def _keys_export_public(args: argparse.Namespace) -> int:
 
 def _keys_rotate(args: argparse.Namespace) -> int:
     store = KeyStore.open(args.keys)
-    report = store.rotate()
+    with bar("keys rotate", unit="subject keys") as progress:
+        report = store.rotate(progress=progress)
     print(("Finished an interrupted rotation" if report.resumed else "Rotated")
           + f" of the key store at {store.path}.")
     print(f"  key-encryption key {report.kek_active} now wraps all {report.subjects} subject "
@@ -163,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="memory", description="mainsdk-memory: privacy-first memory for app agents."
     )
+    add_version_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run a guided tour in a temporary folder")
     demo.set_defaults(run=_demo)
@@ -193,6 +200,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_privacy_commands(commands)
     add_reindex_command(commands)
     add_consolidate_command(commands)
+    add_explain_command(commands)
+    add_import_command(commands)
+    add_serve_command(commands)
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
@@ -227,6 +237,7 @@ def receipt_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="memory-receipt", description="Verify a mainsdk-memory forget receipt."
     )
+    add_version_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     verify = commands.add_parser("verify", help="check a receipt's signature and claims")
     verify.add_argument("receipt", help="the receipt token, a file holding it, or - for stdin")

@@ -3,8 +3,8 @@
 The store knows people only by pseudonyms (ADR 0084), so the operator names them
 (``--person``, ``--people FILE``); each is consolidated with their own handle, or as
 ``--agent`` (whose grant decides what it sees). Progress goes to stderr without a person's
-id; the JSON summary on stdout holds counts and memory ids, one report per person in the
-order named.
+id (a bar per person when stderr is a terminal, then one summary line); the JSON summary on
+stdout holds counts and memory ids, one report per person in the order named.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
-from mainsdk_memory._cli_reindex import _people
+from mainsdk_memory._cli_reindex import _people, _recording
 from mainsdk_memory._consolidation import ConsolidationReport
 from mainsdk_memory._errors import InvalidInputError
 from mainsdk_memory._memory import Memory
+from mainsdk_memory._progress import bar
 
 __all__ = ["add_consolidate_command"]
 
@@ -42,18 +43,17 @@ def _consolidate(args: argparse.Namespace) -> int:
             with tenant.use(tenant_id):
                 for number, person in enumerate(people, start=1):
                     where = f"consolidate {tenant_id}: person {number}/{len(people)}"
-
-                    def progress(done: int, total: int, where: str = where) -> None:
-                        print(f"{where}: {done}/{total} groups", file=sys.stderr)
-
+                    last = [0, 0]
                     handle = (
                         memory.person(person) if args.agent is None
                         else memory.acting_for(person, agent=args.agent)
                     )
-                    report = handle.consolidate(progress=progress)
+                    with bar(where, unit="groups") as shown:
+                        report = handle.consolidate(progress=_recording(shown, last))
                     reports.append(report)
                     print(
-                        f"{where}: {report.insights} insights written, {report.merged} "
+                        f"{where}: {last[0]}/{last[1]} groups; {report.insights} insights "
+                        f"written, {report.merged} "
                         f"memories merged, {report.covered} groups already covered",
                         file=sys.stderr,
                     )

@@ -1,4 +1,7 @@
-"""The privacy commands of ``memory``: erase, export, receipts and retention."""
+"""The privacy commands of ``memory``: erase, export, receipts and retention.
+
+``erase`` and ``export`` draw a progress bar on standard error when it is a terminal.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 from mainsdk_memory import tenant
 from mainsdk_memory._files import write_private
 from mainsdk_memory._memory import Memory
+from mainsdk_memory._progress import bar
 
 __all__ = ["add_privacy_commands"]
 
@@ -38,8 +42,8 @@ def _write_json(document: object, out: Path | None) -> None:
 
 
 def _erase(args: argparse.Namespace) -> int:
-    with _open(args) as memory, tenant.use(args.tenant):
-        receipt = memory.privacy.erase(args.person)
+    with _open(args) as memory, tenant.use(args.tenant), bar("erase") as progress:
+        receipt = memory.privacy.erase(args.person, progress=progress)
     if args.receipt is not None:
         args.receipt.write_text(receipt.token + "\n")
     left = "nothing was left" if receipt.claims["key"] == "absent" else "key destroyed"
@@ -51,8 +55,8 @@ def _erase(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    with _open(args) as memory, tenant.use(args.tenant):
-        document = memory.privacy.export(args.person)
+    with _open(args) as memory, tenant.use(args.tenant), bar("export") as progress:
+        document = memory.privacy.export(args.person, progress=progress)
     _write_json(document, args.out)
     if args.out is not None:
         print(f"exported {len(document['memories'])} memories to {args.out}", file=sys.stderr)

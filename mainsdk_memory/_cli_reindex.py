@@ -1,4 +1,8 @@
-"""The ``memory reindex`` command: backfill embeddings, per tenant, with progress."""
+"""The ``memory reindex`` command: backfill embeddings, per tenant, with progress.
+
+Each tenant gets a progress bar on standard error when it is a terminal, then one summary
+line (stderr); the JSON summary goes to stdout.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 from mainsdk_memory import tenant
 from mainsdk_memory._errors import InvalidInputError
 from mainsdk_memory._memory import Memory
+from mainsdk_memory._progress import Progress, bar
 from mainsdk_memory.embeddings import Embedder, HashingEmbedder, MiniLMEmbedder, StaticEmbedder
 
 __all__ = ["add_reindex_command"]
@@ -35,6 +40,17 @@ def _people(args: argparse.Namespace) -> list[str]:
     return people
 
 
+def _recording(shown: Progress, last: list[int]) -> Progress:
+    """``shown`` (a bar's callback) that also keeps the last ``(done, total)`` in ``last``, for
+    the summary line printed after the bar."""
+
+    def progress(done: int, total: int) -> None:
+        last[:] = [done, total]
+        shown(done, total)
+
+    return progress
+
+
 def _reindex(args: argparse.Namespace) -> int:
     people = _people(args)
     summary: dict[str, Any] = {"embedder": args.embedder, "tenants": {}}
@@ -42,15 +58,16 @@ def _reindex(args: argparse.Namespace) -> int:
         args.store, keys=args.keys, app=args.app, embedder=_embedder(args.embedder)
     ) as memory:
         for tenant_id in args.tenant:
+            last = [0, 0]
 
-            def progress(done: int, total: int, tenant_id: str = tenant_id) -> None:
-                print(f"reindex {tenant_id}: {done}/{total} memories", file=sys.stderr)
-
-            with tenant.use(tenant_id):
-                report = memory.reindex(people, batch=args.batch, progress=progress)
+            with tenant.use(tenant_id), bar(f"reindex {tenant_id}") as shown:
+                report = memory.reindex(
+                    people, batch=args.batch, progress=_recording(shown, last)
+                )
             summary["tenants"][tenant_id] = report.as_dict()
             print(
-                f"reindex {tenant_id}: embedded {report.embedded} of {report.scanned} versions "
+                f"reindex {tenant_id}: {last[0]}/{last[1]} memories; embedded "
+                f"{report.embedded} of {report.scanned} versions "
                 f"({report.current} already current, {report.unreached} memories of people "
                 "not named)",
                 file=sys.stderr,

@@ -42,7 +42,7 @@ Formation's cues are English; in other languages the rule compares terms and vec
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -54,7 +54,6 @@ from pydantic import BaseModel, ConfigDict
 from mainsdk_memory import _validate as validate
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import (
-    InvalidInputError,
     MemoryConflictError,
     MemoryNotFound,
     ScopeError,
@@ -76,6 +75,7 @@ from mainsdk_memory._formation import (
 from mainsdk_memory._forming import scope_filter, word_similarity
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._options import Settings
+from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory._records import Kind, MemoryRecord, Source, Trust
 from mainsdk_memory._relations import links_of, require_relations
 from mainsdk_memory._sealing import embedding_index, open_record
@@ -116,9 +116,6 @@ CONSOLIDATION_SOURCE: Final = "consolidation"
 _PAGE: Final = 500
 #: Rows of the cosine matrix computed at once.
 _CHUNK: Final = 256
-
-Progress = Callable[[int, int], None]
-"""Called after each group with ``(groups done, groups to do)``."""
 
 Relation = Literal["duplicate", "restates"]
 
@@ -578,8 +575,7 @@ def consolidate(
         tenant_id, "consolidate", actor=caller.actor, person=caller.person
     ) as note:
         require_relations(caller, "consolidate")
-        if progress is not None and not callable(progress):
-            raise InvalidInputError("progress is a function of (done, total), or None.")
+        progress = checked(progress)
         if caller.is_child():
             note.count = 0
             note.extra.append(("child", "skipped"))

@@ -1,7 +1,8 @@
 """The exception tree of mainsdk-memory: one root, stable codes, messages that say what to do next.
 
 Every error the SDK raises derives from :class:`MemorySDKError`. Each class carries a stable
-``code`` that links to ``docs/errors.md#<code>``. No message ever contains memory content,
+``code`` that links to its section of ``docs/errors.md``, by the absolute URL :data:`DOCS`
+(``memory explain CODE`` prints the section offline). No message ever contains memory content,
 a query or a search term: only ids, names of parameters and what to do next.
 
 ::
@@ -10,7 +11,8 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── NoTenantError                 no tenant.use(...) around the call
     │   └── TenantMismatchError       a handle used under another tenant than it was made in
     ├── InvalidInputError             bad argument; nothing was changed (also a ValueError)
-    │   └── BundleError               a procedures bundle is refused (kind, label, signature)
+    │   ├── BundleError               a procedures bundle is refused (kind, label, signature)
+    │   └── ExportError               a person's export is refused (signature, format, tenant)
     ├── ScopeError                    the call reaches outside the caller's scope
     │   ├── AgentDisabledError        the agent's kill switch is on
     │   ├── ConsentRequiredError      a child's guardian has not consented yet
@@ -37,6 +39,8 @@ a query or a search term: only ids, names of parameters and what to do next.
 
 from __future__ import annotations
 
+from mainsdk_memory._urls import docs_url
+
 __all__ = [
     "AgentDisabledError",
     "AuditError",
@@ -45,6 +49,7 @@ __all__ = [
     "ConsentRequiredError",
     "DamagedMemoryError",
     "ErasePolicyError",
+    "ExportError",
     "IntegrityError",
     "InvalidInputError",
     "KeyStoreError",
@@ -66,7 +71,8 @@ __all__ = [
     "TokenError",
 ]
 
-DOCS = "docs/errors.md"
+#: The published errors page; a message links to ``DOCS#<code in lower case>``.
+DOCS = docs_url("errors.md")
 
 
 class MemorySDKError(Exception):
@@ -414,3 +420,35 @@ class TokenError(MemorySDKError):
     def __init__(self, message: str | None = None, *, reason: str = "invalid") -> None:
         self.reason = reason
         super().__init__(message)
+
+
+class ExportError(InvalidInputError):
+    """A person's export was refused by ``Privacy.import_export``: not an export, a format
+    this version does not know, a signature that does not verify against the key given
+    (tampered, or signed by another key store), another tenant's, a malformed memory, or ids
+    already held here by other memories. Nothing was imported."""
+
+    code = "MAIN-MEM-E130"
+    default_message = (
+        "The export was refused; nothing was imported. Import an unchanged export of this "
+        "tenant, made by memory.privacy.export, with the public key of the store it came from."
+    )
+
+
+class BatchError(MemorySDKError):
+    """``remember_many`` stopped at one item: ``index`` is its position in the items given,
+    ``error`` (also the ``__cause__``) the typed error that item met, and ``stored`` how many
+    items from the start are stored — exactly ``items[:stored]``, nothing after."""
+
+    code = "MAIN-MEM-E140"
+    default_message = "A bulk write stopped; see the cause."
+
+    def __init__(self, *, index: int, stored: int, error: MemorySDKError) -> None:
+        self.index = index
+        self.stored = stored
+        self.error = error
+        super().__init__(
+            f"Item {index} was refused ({error.code}: {error.message}); items[:{stored}] are "
+            f"stored and nothing after them. Fix or drop item {index} and call again with "
+            f"items[{stored}:]."
+        )

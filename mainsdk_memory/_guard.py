@@ -16,13 +16,14 @@ memories leave it out before anything compares its times, and reading its memory
 from __future__ import annotations
 
 import builtins
+import contextlib
 import threading
-from collections.abc import Callable, Collection, Container, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from mainsdk_memory._errors import DamagedMemoryError
+from mainsdk_memory._errors import DamagedMemoryError, MemorySDKError
 from mainsdk_memory.drivers import (
     Capabilities,
     Driver,
@@ -143,6 +144,27 @@ class GuardedStore:
             self.driver.put(row, closes=closes)
         else:
             self.driver.put(row, closes=closes, vector=vector)
+
+    def bulk_put(self, rows: Sequence[StoredRow], vectors: Mapping[tuple[str, int], bytes]) -> None:
+        """Store the first versions of many new memories of one tenant, all or none.
+
+        The driver's own ``bulk_put`` when it has one (one transaction, or one sync); else
+        ``put`` row by row. If either fails part way (the local driver writes a folder per
+        subject; a driver without ``bulk_put`` a row at a time), what was stored of ``rows``
+        is erased again before the error goes on.
+        """
+        bulk: Any = getattr(self.driver, "bulk_put", None)
+        try:
+            if callable(bulk):
+                bulk(rows, vectors=dict(vectors))
+            else:
+                for row in rows:
+                    self.put(row, vector=vectors.get((row.memory_id, row.version)))
+        except BaseException:
+            for row in rows:
+                with contextlib.suppress(MemorySDKError):
+                    self.erase(row.tenant, row.app, row.subject, row.memory_id)
+            raise
 
     def put_vector(
         self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes

@@ -17,7 +17,7 @@ store once more before it calls anything a rollback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -28,6 +28,7 @@ from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
 __all__ = [
     "anchor_new",
+    "anchor_new_many",
     "anchor_of",
     "anchored_pin",
     "check_versions",
@@ -74,6 +75,36 @@ def anchor_new(
         raise LimitExceededError(
             f"The agent already holds {cap} memories about this person, its limit; "
             "nothing was stored. Forget or revise old ones, or raise the limit."
+        ) from None
+
+
+def anchor_new_many(
+    caller: Caller,
+    subject: str,
+    entries: Sequence[tuple[str, datetime, tuple[str, ...]]],
+    *,
+    pinned: Collection[str],
+    cap: int | None,
+) -> dict[str, bytes]:
+    """Anchor many memories of ``subject`` about to be written, ``(id, created_at, labels)``
+    each, in one transaction; return their salts. ``cap`` as :func:`anchor_new` (none of
+    them is anchored if they would pass it together)."""
+    services = caller.services
+    name = services.anchor_subject(caller.tenant, subject)
+    row_subject = TENANT_SUBJECT if subject == TENANT_SUBJECT else caller.pseudonym()
+    try:
+        return services.keys.anchors.anchor_many(
+            services.anchor_scope(caller.tenant),
+            [(memory_id, name, row_subject, caller.agent, created_at, labels)
+             for memory_id, created_at, labels in entries],
+            pinned=pinned,
+            cap=cap,
+        )
+    except CapReached:
+        raise LimitExceededError(
+            f"These memories would take the agent past {cap} memories about this person, "
+            "its limit; nothing of this batch was stored. Forget or revise old ones, or "
+            "raise the limit."
         ) from None
 
 

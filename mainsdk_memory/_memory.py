@@ -345,8 +345,6 @@ class Memory:
             )
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InvalidInputError("batch is a positive integer.")
-        if progress is not None and not callable(progress):
-            raise InvalidInputError("progress is a callable (done, total), or None.")
         if isinstance(people, str):
             raise InvalidInputError("people is a list of person ids, not one string.")
         named = list(people)

@@ -20,6 +20,15 @@ from mainsdk_memory._caller import PERSON_AGENT, Caller, guardian_key, requests_
 from mainsdk_memory._entities import entities_of, erase_entities
 from mainsdk_memory._episodes import erase_episodes, export_episodes
 from mainsdk_memory._errors import BundleError, DamagedMemoryError, InvalidInputError, ReceiptError
+from mainsdk_memory._importing import (
+    EXPORT_FORMAT,
+    ImportReport,
+    export_memory,
+    import_export,
+    imports_prefix,
+    sign_export,
+)
+from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._relations import relation_store
 from mainsdk_memory._scoped import ScopedMemory
@@ -33,7 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EXPORT_FORMAT", "Privacy"]
 
-EXPORT_FORMAT = "mainsdk-memory-export/1"
 BUNDLE_FORMAT = "mainsdk-memory-procedures/1"
 BUNDLE_TYPE = "memory-procedures+jwt"
 _PAGE = 200
@@ -81,9 +89,23 @@ class Privacy:
                 continue  # listed by the driver's damaged() instead
         return closed
 
+    def _to_erase(self, tenant_id: str, pseudonyms: Sequence[str]) -> int:
+        """How many memories an erase of ``pseudonyms`` finds, counted before it starts: the
+        current rows listed, the anchored memories (closed ones too) and the damaged ones."""
+        services = self._services
+        anchored = services.keys.anchors.memories(services.anchor_scope(tenant_id))
+        found = {(subject, memory_id) for subject, memory_id in anchored if subject in pseudonyms}
+        for pseudonym in pseudonyms:
+            found.update((pseudonym, row.memory_id) for row in self._rows_of(tenant_id, pseudonym))
+            found.update(
+                (pseudonym, memory_id)
+                for memory_id in services.store.damaged(tenant_id, services.app, pseudonym)
+            )
+        return len(found)
+
     # -- erase ----------------------------------------------------------------------------
 
-    def erase(self, person_id: str) -> _receipts.Receipt:
+    def erase(self, person_id: str, *, progress: Progress | None = None) -> _receipts.Receipt:
         """Erase everything about ``person_id`` here, then destroy their keys; one receipt.
 
         Every memory about the person (every version and index entry, every agent, every
@@ -98,7 +120,12 @@ class Privacy:
         pseudonym: if they come back, their new memories cannot be linked to the rows of an
         old backup. Safe to run again: an interrupted erase finishes, and an erase with
         nothing left returns a receipt that says so.
+
+        ``progress(done, total)`` is called after each memory erased: ``total`` is counted
+        before the erase starts (it grows if a write lands meanwhile) and the last call has
+        ``done == total == len(receipt.memory_ids)``.
         """
+        progress = checked(progress)
         tenant_id, person = self._person(person_id)
         services = self._services
         with services.audit.call(tenant_id, "erase", actor="app", person=person.person) as note:
@@ -112,6 +139,16 @@ class Privacy:
             memory_ids: list[str] = []
             version_ids: list[str] = []
             modes = {"hard"}
+            total = self._to_erase(tenant_id, pseudonyms) if progress is not None else 0
+            shown = (-1, -1)
+
+            def report(*, last: bool = False) -> None:
+                nonlocal total, shown
+                done = len(memory_ids)
+                total = done if last else max(total, done)
+                if progress is not None and shown != (done, total):
+                    shown = (done, total)
+                    progress(done, total)
 
             def erase_rows() -> None:
                 for pseudonym in pseudonyms:
@@ -123,6 +160,7 @@ class Privacy:
                             memory_ids.append(row.memory_id)
                             version_ids.extend(f"{row.memory_id}.v{v}" for v in result.versions)
                             modes.add(result.mode)
+                            report()
                     # Memories the driver cannot decode, and memories with no current
                     # version (retracted, merged away), are never listed: erased by id.
                     unlisted = [
@@ -136,6 +174,7 @@ class Privacy:
                         memory_ids.append(memory_id)
                         version_ids.extend(f"{memory_id}.v{v}" for v in result.versions)
                         modes.add(result.mode)
+                        report()
 
             working: set[str] = set()
             episodes: set[str] = set()
@@ -152,6 +191,8 @@ class Privacy:
                     services.vectors.drop_subject(tenant_id, services.app, pseudonym)
                 for key, _ in services.control.list(tenant_id, requests_prefix(pseudonym)):
                     services.control.put(tenant_id, key, None)
+                for key, _ in services.control.list(tenant_id, imports_prefix(pseudonym)):
+                    services.control.put(tenant_id, key, None)  # which exports came in
                 services.control.put(tenant_id, guardian_key(pseudonym), None)
                 erase_entities(person, pseudonym)  # the names their memories mentioned
             services.signals.delete(tenant_id, pseudonyms)  # their uses and feedback
@@ -161,6 +202,7 @@ class Privacy:
             erase_rows()  # a write in flight elsewhere may have landed before its key went
             erase_records()
             services.signals.delete(tenant_id, pseudonyms)  # and a use counted meanwhile
+            report(last=True)
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
             return services.issue_receipt(
@@ -183,17 +225,20 @@ class Privacy:
 
     # -- export ---------------------------------------------------------------------------
 
-    def export(self, person_id: str) -> dict[str, Any]:
+    def export(self, person_id: str, *, progress: Progress | None = None) -> dict[str, Any]:
         """Everything held about ``person_id`` here, every version, as a JSON-ready document.
 
-        Format ``mainsdk-memory-export/1`` (see docs/privacy.md): the person, tenant and app,
+        Format ``mainsdk-memory-export/2`` (see docs/privacy.md), signed (``id``,
+        ``signature``: :meth:`import_export` refuses a changed one): the person, tenant and app,
         each memory (retracted ones too) with every version's text, typed data, source, trust,
         author, dates, formation and status, and the pending forget requests, guardian
         policy, the ranking signals of their memories (uses, last use, feedback), the
         entities their memories name (names, aliases, types), every agent's working memory
         about them (``working_memory``) and their episodic ledger (``episodes``). Audited
-        (ids only).
+        (ids only). ``progress(done, total)`` is called after each memory exported (once,
+        with ``(0, 0)``, when there is none).
         """
+        progress = checked(progress)
         tenant_id, person = self._person(person_id)
         services = self._services
         with services.audit.call(tenant_id, "export", actor="app", person=person.person) as note:
@@ -201,17 +246,21 @@ class Privacy:
             memories: list[dict[str, Any]] = []
             listed = [current.memory_id for current in self._rows_of(tenant_id, pseudonym)]
             closed = self._closed_memories(tenant_id, pseudonym, set(listed))
-            for memory_id in [*listed, *closed]:
+            to_export = [*listed, *closed]
+            for memory_id in to_export:
                 rows = services.store.versions(tenant_id, services.app, (pseudonym,), memory_id)
-                versions = [open_record(person, row, versions=rows) for row in rows]
-                memories.append(_export_memory(versions))
+                memories.append(export_memory(person, rows))
                 note.memory_ids.append(memory_id)
+                if progress is not None:
+                    progress(len(memories), len(to_export))
+            if progress is not None and not to_export:
+                progress(0, 0)
             note.count = len(memories)
             requests = [
                 document
                 for _, document in services.control.list(tenant_id, requests_prefix(pseudonym))
             ]
-            return {
+            return sign_export(services, {
                 "format": EXPORT_FORMAT,
                 "exported_at": services.now().isoformat(),
                 "tenant": tenant_id,
@@ -236,7 +285,35 @@ class Privacy:
                 ] if relation_store(person) is not None else [],
                 "working_memory": export_working(person),
                 "episodes": export_episodes(person),
-            }
+            })
+
+    # -- import ---------------------------------------------------------------------------
+
+    def import_export(
+        self,
+        document: dict[str, Any],
+        *,
+        public_key: object | None = None,
+        person: str | None = None,
+        progress: Progress | None = None,
+    ) -> ImportReport:
+        """Import a person's export (from :meth:`export`, in another app or store of this
+        tenant) as their memory here, every version and its trust kept.
+
+        The signature is checked against ``public_key`` (default: this project's own key
+        set; PEM, a JWK Set as ``memory keys export-public --jwks`` prints it, or a key);
+        a changed document, one signed by another key, of another format or another tenant
+        is refused whole (:class:`ExportError`) and nothing is written. ``person`` imports
+        it for another person id (default: the export's). Memories keep their ids, history,
+        trust and quarantine; pending forget requests, the guardian policy (if the person
+        has none here) and ranking signals come too; entities, working memory and episodes
+        do not. A second import of the same export writes nothing (``already_imported``);
+        an id held here by another memory refuses the import. ``progress(done, total)``
+        after each memory. Audited (ids only). See docs/privacy.md.
+        """
+        return import_export(
+            self._services, document, public_key=public_key, person=person, progress=progress
+        )
 
     # -- children -------------------------------------------------------------------------
 
@@ -404,41 +481,3 @@ def _verify_bundle(bundle: object, public_key: object) -> dict[str, Any]:
         raise BundleError("The bundle is of a format this version does not know.")
     return claims
 
-
-def _export_memory(versions: list[MemoryRecord]) -> dict[str, Any]:
-    current = versions[-1]
-    return {
-        "id": current.id,
-        "kind": current.kind.value,
-        "about": current.scope.about,
-        "owner_agent": current.scope.agent,
-        "session": current.scope.session,
-        "session_only": current.session_only,
-        "pinned": current.pinned,
-        "labels": list(current.labels),
-        "created_at": current.created_at.isoformat(),
-        "status": current.status,
-        "derived_from": list(current.derived_from),
-        "forked_from": current.forked_from,
-        "key": current.key,
-        "versions": [
-            {
-                "version": v.version,
-                "text": v.text,
-                "data": v.data.model_dump(mode="json") if hasattr(v.data, "model_dump") else v.data,
-                "source": v.source.model_dump(mode="json"),
-                "trust": v.trust.value,
-                "confirmed_by": v.confirmed_by,
-                "author": v.author,
-                "labels": list(v.labels),
-                "valid_from": v.valid_from.isoformat(),
-                "valid_to": None if v.valid_to is None else v.valid_to.isoformat(),
-                "recorded_at": v.recorded_at.isoformat(),
-                "formation": None if v.formation is None else v.formation.model_dump(mode="json"),
-                "status": v.status,
-                "revision": None if v.revision is None else v.revision.model_dump(mode="json"),
-                "metadata": v.metadata,
-            }
-            for v in versions
-        ],
-    }

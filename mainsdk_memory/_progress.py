@@ -27,7 +27,7 @@ def checked(progress: object) -> Progress | None:
     """``progress`` if it is a callable or ``None``, else :class:`InvalidInputError`."""
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress is a function of (done, total), or None.")
-    return progress  # type: ignore[return-value]
+    return progress
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ child's memories stay text only, whatever the embedder: they are skipped and cou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,15 +31,13 @@ from mainsdk_memory._errors import (
     MemoryConflictError,
     SealError,
 )
+from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory._sealing import open_contents, open_vector, vector_ad
 from mainsdk_memory._services import Services
 from mainsdk_memory._vectors import VectorIndex, pack
 from mainsdk_memory.drivers import TENANT_SUBJECT, Filter, StoredRow, VectorEntry
 
 __all__ = ["ReindexReport", "reindex"]
-
-Progress = Callable[[int, int], None]
-"""Called after each batch with ``(memories done, memories to do)``."""
 
 #: The caller's person on the pass over shared memories (never a person's id: ids cannot
 #: start with "@", and a shared row is opened with the tenant's keys).
@@ -100,7 +98,9 @@ def reindex(
     batch: int,
     progress: Progress | None,
 ) -> ReindexReport:
-    """Backfill ``tenant_id``'s shared memories and those of ``people`` (see the module)."""
+    """Backfill ``tenant_id``'s shared memories and those of ``people`` (see the module);
+    ``progress(done, total)`` after each batch, in memories."""
+    progress = checked(progress)
     named = sorted({validate.person(person) for person in people})
     callers: dict[str, Caller] = {
         TENANT_SUBJECT: Caller(services, tenant_id, _SHARED, PERSON_AGENT, None)

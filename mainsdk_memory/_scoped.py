@@ -29,6 +29,7 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory import receipts as _receipts
 from mainsdk_memory._assembly import assemble, check_max_chars, pinned_records
 from mainsdk_memory._auditing import AuditNote
+from mainsdk_memory._bulk import DEFAULT_BATCH, DEFERRING, Deferred, remember_many
 from mainsdk_memory._caller import PERSON_AGENT, Caller, requests_prefix
 from mainsdk_memory._entities import (
     LinkSpec,
@@ -349,81 +350,23 @@ class _Handle:
         flagged memory raises :class:`MemoryInjectionError` and nothing is stored.
         """
         with self._begin("remember") as note:
-            caller, services = self._caller, self._services
-            text = validate.text(text, services.settings.max_text_chars)
-            checked_language = self._language(language)
-            checked_kind = validate.kind(kind)
-            subject = caller.about(about)
-            source = self._source(source)
-            checked_labels = self._allowed_labels(validate.labels(labels))
-            if formation is None:
-                formation = services.settings.formation
-            if not all(isinstance(flag, bool) for flag in (pinned, session_only, formation)):
-                raise InvalidInputError("pinned, session_only and formation are True or False.")
-            if session_only and caller.session is None:
-                raise InvalidInputError(
-                    "session_only needs a session: use memory.acting_for(..., session=...)."
-                )
-            data = validate.data(data)
-            key_names = () if data is None else (fact_key(data) or ())  # checked here, early
-            checked_key = None if key is None else check_key(key)
-            checked_metadata = check_metadata(metadata)
-            if checked_key is not None:
-                require_tags(caller, "A caller key")  # before anything is anchored
-                if derived_from is not None:
-                    raise InvalidInputError(
-                        "A memory with a key is not an insight: remember it without key= "
-                        "or without derived_from=; nothing was stored."
-                    )
-            start = None if valid_from is None else validate.aware(valid_from, "valid_from")
-            sources, oldest, inherited = self._derived_sources(derived_from, subject)
-            checked_labels = _inherit_labels(
-                checked_labels, inherited, services.settings.retention
+            new, data, explicit_start, formation = self._prepare(
+                text, kind=kind, about=about, source=source, valid_from=valid_from,
+                labels=labels, pinned=pinned, session_only=session_only, data=data,
+                language=language, formation=formation, derived_from=derived_from, key=key,
+                metadata=metadata,
             )
-            child = subject != TENANT_SUBJECT and self._caller.child_write()
-            if child:
-                checked_labels = tuple(dict.fromkeys((*checked_labels, validate.CHILD_LABEL)))
-            check_injection(services, checked_text(text, checked_metadata), child=child)
-            cap = check_write(caller, new_personal_memory=subject != TENANT_SUBJECT)
-            now = services.now()
-            fields, data_type = self._data_fields(data)
-            trust = trust_of(caller, source)
-            contents = Contents(
-                text=text,
-                kind=checked_kind,
-                labels=checked_labels,
-                source=source,
-                trust=trust,
-                agent=caller.agent,
-                author=caller.agent,
-                confirmed_by=self._confirmed_by(trust),
-                data=fields,
-                data_type=data_type,
-                session=caller.session,
-                session_token=caller.session_token(),
-                session_only=session_only,
-                valid_from=now if start is None else start,
-                recorded_at=now,
-                language=checked_language,
-                derived_from=tuple(memory_id for _, memory_id in sources),
-                fact_key=key_names,
-                key=checked_key,
-                metadata=checked_metadata,
-            )
-            new = _New(subject, contents, pinned, cap, child, sources, oldest)
-            if not formation and checked_key is None:
+            if not formation and new.contents.key is None:
                 return self._write_new(new, note, None, None)
-            anchors = services.keys.anchors
-            lock = anchors.formation_lock(
-                services.anchor_scope(caller.tenant), services.anchor_subject(caller.tenant,
-                                                                             subject)
+            services = self._services
+            lock = services.keys.anchors.formation_lock(
+                services.anchor_scope(self._caller.tenant),
+                services.anchor_subject(self._caller.tenant, new.subject),
             )
             with lock:
                 for attempt in range(_FORMATION_ATTEMPTS):
                     try:
-                        if checked_key is not None:
-                            return self._upsert(new, note, explicit_start=start is not None)
-                        return self._form(new, data, note, explicit_start=start is not None)
+                        return self._formed(new, data, note, explicit_start)
                     except (MemoryConflictError, MemoryNotFound):
                         # Another writer revised, retracted or forgot the memory it was formed
                         # against: decide again, from what is held now.
@@ -432,6 +375,135 @@ class _Handle:
                         note.extra.clear()
                         note.memory_ids.clear()
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def remember_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        batch: int = DEFAULT_BATCH,
+        formation: bool | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Remember many texts, ``batch`` at a time (default 500, at most 10,000): one
+        record per item, in order — the memory written or found, as :meth:`remember` returns.
+
+        Each item is a mapping of :meth:`remember`'s arguments (``text`` and any of ``kind``,
+        ``about``, ``source``, ``valid_from``, ``labels``, ``pinned``, ``session_only``,
+        ``data``, ``language``, ``key``, ``metadata``); ``formation`` is the call's (default:
+        the Memory's option). A batch meets the walls of :meth:`remember` — every item is
+        checked, injection check included, and the kill switch, write rate and cap counted
+        for each — before anything of it is written, and its new memories are anchored,
+        sealed, embedded and stored in one step (one transaction on the db driver, one sync on
+        the local one): a batch is stored whole or not at all. Formation compares each item
+        with what was held before the batch (an item repeating an earlier one of the batch
+        is its ``duplicate``); items revising a memory held before (supersession, refinement,
+        a caller key's upsert) are written after the batch's new memories, each decided again.
+
+        If an item is refused, or the store fails, :class:`BatchError` says which item
+        (``index``), with its typed error (``error``), and how many items from the start are
+        stored (``stored``: exactly ``items[:stored]``); call again with ``items[stored:]``
+        once it is fixed. ``progress(done, total)`` is called after each batch. One audit
+        event, with ids and formation counts only.
+        """
+        return remember_many(self, items, batch=batch, formation=formation, progress=progress)
+
+    def _prepare(
+        self,
+        text: str,
+        *,
+        kind: str,
+        about: str | None,
+        source: Source | None,
+        valid_from: datetime | None,
+        labels: Sequence[str] | None,
+        pinned: bool,
+        session_only: bool,
+        data: BaseModel | None,
+        language: str | None,
+        formation: bool | None,
+        derived_from: Sequence[str] | None,
+        key: str | None,
+        metadata: Mapping[str, Any] | None,
+        walls: bool = True,
+    ) -> tuple[_New, BaseModel | None, bool, bool]:
+        """Check one text to remember, before anything changes: the new memory it would be,
+        its typed data, whether its start was given, and whether formation applies.
+
+        The injection check runs here; with ``walls`` (else the caller runs them, once for
+        many texts: :mod:`._bulk`), the agent's kill switch and write rate too.
+        """
+        caller, services = self._caller, self._services
+        text = validate.text(text, services.settings.max_text_chars)
+        checked_language = self._language(language)
+        checked_kind = validate.kind(kind)
+        subject = caller.about(about)
+        source = self._source(source)
+        checked_labels = self._allowed_labels(validate.labels(labels))
+        if formation is None:
+            formation = services.settings.formation
+        if not all(isinstance(flag, bool) for flag in (pinned, session_only, formation)):
+            raise InvalidInputError("pinned, session_only and formation are True or False.")
+        if session_only and caller.session is None:
+            raise InvalidInputError(
+                "session_only needs a session: use memory.acting_for(..., session=...)."
+            )
+        data = validate.data(data)
+        key_names = () if data is None else (fact_key(data) or ())  # checked here, early
+        checked_key = None if key is None else check_key(key)
+        checked_metadata = check_metadata(metadata)
+        if checked_key is not None:
+            require_tags(caller, "A caller key")  # before anything is anchored
+            if derived_from is not None:
+                raise InvalidInputError(
+                    "A memory with a key is not an insight: remember it without key= "
+                    "or without derived_from=; nothing was stored."
+                )
+        start = None if valid_from is None else validate.aware(valid_from, "valid_from")
+        sources, oldest, inherited = self._derived_sources(derived_from, subject)
+        checked_labels = _inherit_labels(
+            checked_labels, inherited, services.settings.retention
+        )
+        child = subject != TENANT_SUBJECT and self._caller.child_write()
+        if child:
+            checked_labels = tuple(dict.fromkeys((*checked_labels, validate.CHILD_LABEL)))
+        check_injection(services, checked_text(text, checked_metadata), child=child)
+        cap = check_write(caller, new_personal_memory=subject != TENANT_SUBJECT) if walls else None
+        now = services.now()
+        fields, data_type = self._data_fields(data)
+        trust = trust_of(caller, source)
+        contents = Contents(
+            text=text,
+            kind=checked_kind,
+            labels=checked_labels,
+            source=source,
+            trust=trust,
+            agent=caller.agent,
+            author=caller.agent,
+            confirmed_by=self._confirmed_by(trust),
+            data=fields,
+            data_type=data_type,
+            session=caller.session,
+            session_token=caller.session_token(),
+            session_only=session_only,
+            valid_from=now if start is None else start,
+            recorded_at=now,
+            language=checked_language,
+            derived_from=tuple(memory_id for _, memory_id in sources),
+            fact_key=key_names,
+            key=checked_key,
+            metadata=checked_metadata,
+        )
+        new = _New(subject, contents, pinned, cap, child, sources, oldest)
+        return new, data, start is not None, formation
+
+    def _formed(
+        self, new: _New, data: BaseModel | None, note: AuditNote, explicit_start: bool
+    ) -> MemoryRecord:
+        """``new`` joined to what is held: a caller key's upsert, else formation (under the
+        subject's formation lock)."""
+        if new.contents.key is not None:
+            return self._upsert(new, note, explicit_start=explicit_start)
+        return self._form(new, data, note, explicit_start=explicit_start)
 
     def _derived_sources(
         self, derived_from: Sequence[str] | None, subject: str
@@ -637,6 +709,8 @@ class _Handle:
             note.extra.append(("formation", decision.outcome))
             if decision.target is not None:
                 note.memory_ids.append(decision.target)
+        if DEFERRING.get() is self:
+            raise Deferred(dataclasses.replace(new, contents=contents), decision, held, vector)
         place = first_place(
             caller,
             new.subject,
@@ -673,13 +747,20 @@ class _Handle:
             raise
         if decision is None:
             return record  # formation=False: the text as it is, no links, no entities
+        self._linked_new(record, row_subject, decision, held)
+        return record
+
+    def _linked_new(
+        self, record: MemoryRecord, row_subject: str, decision: Decision, held: Held | None
+    ) -> None:
+        """A new memory's links once it is stored: to the memory formation compared it with
+        (``related``, ``contradicts``) and to the entities it mentions."""
         links: builtins.list[LinkSpec] = []
-        if held is not None and relation_store(caller) is not None:
+        if held is not None and relation_store(self._caller) is not None:
             kind: LinkKind = "contradicts" if decision.outcome == "contradiction" else "related"
-            links.append((place.memory_id, held.record.id, row_subject, kind, None))
+            links.append((record.id, held.record.id, row_subject, kind, None))
         self._link(record, row_subject, links, back={held.record.id: held.row.subject}
                    if held is not None else {})
-        return record
 
     def _link(
         self,
@@ -769,6 +850,8 @@ class _Handle:
         one; the key stays, and so does the metadata unless ``metadata`` replaces it.
         ``expected`` is the version formation decided against: if another version landed
         since, :class:`MemoryConflictError` (formation decides again)."""
+        if DEFERRING.get() is self:
+            raise Deferred(None, None, None, None)
         caller, services = self._caller, self._services
         rows, current = self._current_row(memory_id)
         if expected is not None and current.version != expected:

@@ -19,7 +19,10 @@ checks a compact JWT with PyJWT against :class:`TokenSettings`:
   (30 seconds by default, at most 300);
 - the tenant, the person and the agent are read from claims (:class:`ClaimNames`: by default
   ``tenant``, ``sub`` and ``agent``) and checked as the SDK checks those names; the session
-  from a claim only when one is named, and a token without it has none.
+  from a claim only when one is named, and a token without it has none;
+- for the HTTP service (``memory serve``), :meth:`TokenVerifier.verify_principal` also reads
+  the role claim (``role`` by default: ``agent``, ``person`` or ``admin``) and gives a
+  :class:`Principal`: an ``admin`` token names a tenant and no person.
 
 Every refusal is a :class:`~mainsdk_memory.TokenError` whose ``reason`` is a short code and
 whose message holds neither the token nor a claim's value.
@@ -33,7 +36,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import jwt
@@ -48,9 +51,12 @@ __all__ = [
     "DEFAULT_LEEWAY",
     "MAX_LEEWAY",
     "MAX_TOKEN_CHARS",
+    "ROLES",
     "SYMMETRIC_ALGORITHMS",
     "ClaimNames",
     "Claims",
+    "Principal",
+    "Role",
     "TokenSettings",
     "TokenVerifier",
 ]
@@ -77,19 +83,27 @@ _JWKS_CACHE_SECONDS = 300.0
 _JWKS_TIMEOUT_SECONDS = 10.0
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
+Role = Literal["agent", "person", "admin"]
+"""What a token of the HTTP service lets its bearer do (its role claim)."""
+ROLES: tuple[Role, ...] = ("agent", "person", "admin")
+"""The roles a token of the HTTP service may carry."""
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimNames:
     """Which claims of a token name the tenant, the person, the agent and the session.
 
     ``session`` is ``None`` by default: no claim names the session, and the service makes one
-    up (``memory mcp`` makes a new one per MCP session).
+    up (``memory mcp`` makes a new one per MCP session). ``role`` names the claim that says
+    which :data:`Role` a token of the HTTP service carries (``memory serve``; ``memory mcp``
+    does not read it).
     """
 
     tenant: str = "tenant"
     person: str = "sub"
     agent: str = "agent"
     session: str | None = None
+    role: str = "role"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +137,26 @@ class Claims:
     tenant: str
     person: str
     agent: str
+    session: str | None
+    issuer: str
+    subject: str | None
+    expires_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a verified token of the HTTP service says is calling, and in which role.
+
+    Every role has a ``tenant``. An ``agent`` token names the ``person`` it acts for and the
+    ``agent``; a ``person`` token names the ``person`` (``agent`` is ``None``); an ``admin``
+    token names neither (both ``None``): it administers the tenant's agents and reads no
+    memory. ``session`` is the session claim's, when one is configured and present.
+    """
+
+    tenant: str
+    role: Role
+    person: str | None
+    agent: str | None
     session: str | None
     issuer: str
     subject: str | None
@@ -283,6 +317,63 @@ class TokenVerifier:
 
     def verify(self, token: object) -> Claims:
         """The claims of ``token`` (a compact JWT, without ``Bearer``), once it verifies."""
+        return self._claims(self._payload(token))
+
+    def verify_principal(self, token: object) -> Principal:
+        """The :class:`Principal` of ``token``, once it verifies: its role claim (``role`` by
+        default) is ``agent``, ``person`` or ``admin``, and it names what that role needs."""
+        payload = self._payload(token)
+        names = self._settings.claims
+        role = payload.get(names.role)
+        if role not in ROLES:
+            raise _refused(
+                "claims",
+                "The bearer token does not name a role (agent, person or admin) in the "
+                "configured claim",
+            )
+        if role == "agent":
+            claims = self._claims(payload)
+            person: str | None = claims.person
+            agent: str | None = claims.agent
+            session = claims.session
+        else:
+            try:
+                tenant_id = payload.get(names.tenant)
+                if not isinstance(tenant_id, str):
+                    raise InvalidInputError
+                with _tenant.use(tenant_id):  # checks the tenant id
+                    pass
+                person = None if role == "admin" else validate.person(payload.get(names.person))
+                agent = None
+                session = None
+                if (
+                    role == "person"
+                    and names.session is not None
+                    and payload.get(names.session) is not None
+                ):
+                    session = validate.name(payload.get(names.session), "session")
+            except InvalidInputError:
+                raise _refused(
+                    "claims",
+                    "The bearer token does not name a valid tenant (and, for a person token, "
+                    "person) in the configured claims",
+                ) from None
+        subject = payload.get("sub")
+        tenant_claim = payload[names.tenant]
+        return Principal(
+            tenant=str(tenant_claim),
+            role=role,
+            person=person,
+            agent=agent,
+            session=session,
+            issuer=str(payload["iss"]),
+            subject=subject if isinstance(subject, str) else None,
+            expires_at=int(payload["exp"]),
+        )
+
+    def _payload(self, token: object) -> Mapping[str, Any]:
+        """The payload of ``token`` once its signature, algorithm, ``exp``, ``iss`` and
+        ``aud`` verify."""
         if not isinstance(token, str) or not token:
             raise _refused("missing", "No bearer token was given")
         if len(token) > MAX_TOKEN_CHARS or token.count(".") != 2:
@@ -310,7 +401,7 @@ class TokenVerifier:
             )
         except jwt.PyJWTError as exc:
             raise _translate(exc) from None
-        return self._claims(payload)
+        return payload
 
     def _public_key(self, kid: object, algorithm: str) -> jwt.PyJWK:
         """The configured public key for ``algorithm`` with this ``kid`` (the file's first,

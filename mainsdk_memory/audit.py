@@ -32,11 +32,11 @@ class AuditEvent:
     tenant: str
     app: str
     operation: str
-    """``remember``, ``revise``, ``recall``, ``context``, ``get``, ``list``, ``history``,
-    ``pin``, ``unpin``, ``feedback``, ``forget``, ``forget-request``, ``approve``, ``reject``,
-    ``confirm``, ``grant``, ``revoke``, ``kill``, ``revive``, ``omit`` (a recalled memory left
-    out), ``learn``, ``model`` (one call of the model port), ``consolidate``, ``fork``, and
-    the working memory's and episodic ledger's calls."""
+    """``remember``, ``remember-many``, ``revise``, ``recall``, ``context``, ``get``, ``list``,
+    ``history``, ``pin``, ``unpin``, ``feedback``, ``forget``, ``forget-request``, ``approve``,
+    ``reject``, ``confirm``, ``grant``, ``revoke``, ``kill``, ``revive``, ``omit`` (a recalled
+    memory left out), ``learn``, ``model`` (one call of the model port), ``consolidate``,
+    ``fork``, ``import``, and the working memory's and episodic ledger's calls."""
     outcome: str
     """``ok``, ``pending``, ``refused``, ``not-found``, ``conflict``, ``error``."""
     actor: str

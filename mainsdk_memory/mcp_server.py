@@ -389,40 +389,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     http.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"the port (default: {DEFAULT_PORT})"
     )
-    http.add_argument("--token-issuer", help="the issuer every token must name (iss)")
-    http.add_argument("--token-audience", help="the audience every token must name (aud)")
-    http.add_argument("--token-jwks", type=Path, help="the issuer's public keys, a JWKS file")
-    http.add_argument(
+    add_token_arguments(
+        http, session_help="the claim naming the session (default: none; a new session per MCP "
+        "session)"
+    )
+
+
+def add_token_arguments(group: Any, *, session_help: str) -> None:
+    """Add the bearer-token options (``--token-…``, ``--claim-…``) to ``group`` (a parser or
+    an argument group); :func:`_token_settings` reads them back. Shared by ``memory mcp``
+    and ``memory serve``."""
+    group.add_argument("--token-issuer", help="the issuer every token must name (iss)")
+    group.add_argument("--token-audience", help="the audience every token must name (aud)")
+    group.add_argument("--token-jwks", type=Path, help="the issuer's public keys, a JWKS file")
+    group.add_argument(
         "--token-jwks-url",
         help="fetch the issuer's public keys from this https:// URL (only when given)",
     )
-    http.add_argument(
+    group.add_argument(
         "--token-algorithms",
         default=",".join(DEFAULT_ALGORITHMS),
         help=f"the accepted algorithms, comma-separated (default: {','.join(DEFAULT_ALGORITHMS)}"
         "; HS256 only with --token-secret-file; never none)",
     )
-    http.add_argument(
+    group.add_argument(
         "--token-secret-file",
         type=Path,
         help="the HS256 shared secret, read from this file (with HS256 in --token-algorithms)",
     )
-    http.add_argument(
+    group.add_argument(
         "--token-leeway",
         type=float,
         default=DEFAULT_LEEWAY,
         help=f"seconds of clock skew allowed on exp and nbf (default: {DEFAULT_LEEWAY:g})",
     )
     defaults = ClaimNames()
-    http.add_argument("--claim-tenant", default=defaults.tenant,
-                      help=f"the claim naming the tenant (default: {defaults.tenant})")
-    http.add_argument("--claim-person", default=defaults.person,
-                      help=f"the claim naming the person (default: {defaults.person})")
-    http.add_argument("--claim-agent", default=defaults.agent,
-                      help=f"the claim naming the agent (default: {defaults.agent})")
-    http.add_argument(
+    group.add_argument("--claim-tenant", default=defaults.tenant,
+                       help=f"the claim naming the tenant (default: {defaults.tenant})")
+    group.add_argument("--claim-person", default=defaults.person,
+                       help=f"the claim naming the person (default: {defaults.person})")
+    group.add_argument("--claim-agent", default=defaults.agent,
+                       help=f"the claim naming the agent (default: {defaults.agent})")
+    group.add_argument(
         "--claim-session",
-        help="the claim naming the session (default: none; a new session per MCP session)",
+        help=session_help,
     )
 
 

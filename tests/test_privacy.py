@@ -208,7 +208,7 @@ def test_export_holds_every_version_source_and_trust(acme_memory: Memory) -> Non
     sink = MemorySink()
     memory.audit = sink
     document = memory.privacy.export("ada")
-    assert document["format"] == "mainsdk-memory-export/1" and document["person"] == "ada"
+    assert document["format"] == "mainsdk-memory-export/2" and document["person"] == "ada"
     assert sorted(m["id"] for m in document["memories"]) == sorted(ids["ada"])
     revised = next(m for m in document["memories"] if m["id"] == ids["ada"][0])
     assert [v["text"] for v in revised["versions"]] == [

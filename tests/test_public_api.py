@@ -12,11 +12,11 @@ def test_exported_names() -> None:
     assert sorted(mainsdk_memory.__all__) == sorted([
         "AgentDisabledError", "AgentLimits", "AsyncEpisodes", "AsyncMemory",
         "AsyncPersonMemory", "AsyncPrivacy", "AsyncScopedMemory", "AsyncWorkingMemory",
-        "AuditError", "BundleError", "Capabilities",
+        "AuditError", "BatchError", "BundleError", "Capabilities",
         "ConfigurationError", "ConsentRequiredError", "ConsolidationReport", "DamagedMemoryError",
         "Entity", "Episode", "Episodes", "Fork", "ModelError", "ModelNotAllowedError",
         "WorkingMemory", "ai", "ErasePolicyError", "ForgetRequest", "Formation", "Hit",
-        "IntegrityError",
+        "ExportError", "ImportReport", "IntegrityError",
         "InvalidInputError", "KeyStoreError", "Kind", "LANGUAGES", "Link",
         "LimitExceededError", "Memory", "MemoryCapabilityError", "MemoryConflictError",
         "MemoryInjectionError", "MemoryNotFound", "MemoryRecord", "MemorySDKError",

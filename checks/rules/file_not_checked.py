@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from mainsdk_memory.checks._rule import Rule, register
+from mainsdk_memory.checks._rule import Rule, Severity, register
 
 __all__ = ["FileNotChecked"]
 
@@ -52,5 +52,7 @@ class FileNotChecked(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0900"
     name: ClassVar[str] = "file-not-checked"
+    severity: ClassVar[Severity] = "low"
+    tags: ClassVar[tuple[str, ...]] = ("security", "coverage")
     needs_memory: ClassVar[bool] = False
     suppressible: ClassVar[bool] = False

@@ -9,7 +9,7 @@ from typing import ClassVar
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks._flow import PERSON
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["ForgetReceiptDiscarded"]
 
@@ -78,6 +78,8 @@ class ForgetReceiptDiscarded(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0024"
     name: ClassVar[str] = "forget-receipt-discarded"
+    severity: ClassVar[Severity] = "medium"
+    tags: ClassVar[tuple[str, ...]] = ("security", "privacy", "erasure", "external/cwe/cwe-778")
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Look at each scope's statements for forget calls whose result goes nowhere."""

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 from mainsdk_memory.checks._diagnostic import Finding
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["KeyMaterialInSource"]
 
@@ -156,6 +156,8 @@ class KeyMaterialInSource(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0025"
     name: ClassVar[str] = "key-material-in-source"
+    severity: ClassVar[Severity] = "critical"
+    tags: ClassVar[tuple[str, ...]] = ("security", "keys", "external/cwe/cwe-321")
     needs_memory: ClassVar[bool] = False
 
     def check(self, module: Module) -> Iterator[Finding]:

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["KeyStorePathInSource"]
 
@@ -75,6 +75,8 @@ class KeyStorePathInSource(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0026"
     name: ClassVar[str] = "key-store-path-in-source"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "keys", "external/cwe/cwe-538")
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Judge the key store argument of each ``Memory.open`` and ``KeyStore`` call."""

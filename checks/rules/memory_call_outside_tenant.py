@@ -9,7 +9,7 @@ from typing import ClassVar
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks._flow import HANDLE, STORE
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["MemoryCallOutsideTenant"]
 
@@ -95,6 +95,8 @@ class MemoryCallOutsideTenant(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0028"
     name: ClassVar[str] = "memory-call-outside-tenant"
+    severity: ClassVar[Severity] = "medium"
+    tags: ClassVar[tuple[str, ...]] = ("security", "tenant-isolation", "external/cwe/cwe-668")
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Find memory calls outside tenants, then which functions can run without one."""

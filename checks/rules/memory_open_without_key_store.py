@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["MemoryOpenWithoutKeyStore"]
 
@@ -60,6 +60,8 @@ class MemoryOpenWithoutKeyStore(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0027"
     name: ClassVar[str] = "memory-open-without-key-store"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "keys", "external/cwe/cwe-320")
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Judge each ``Memory.open`` call's ``keys=``."""

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from mainsdk_memory.checks._flow import RECALLED, SYSTEM_ROLES, TEMPLATE, Analysis, Origin, Sink
-from mainsdk_memory.checks._rule import TaintRule, register
+from mainsdk_memory.checks._rule import Severity, TaintRule, register
 
 __all__ = ["RecalledTextInSystemPrompt"]
 
@@ -150,6 +150,8 @@ class RecalledTextInSystemPrompt(TaintRule):
 
     code: ClassVar[str] = "MAIN-MEM-0022"
     name: ClassVar[str] = "recalled-text-in-system-prompt"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "prompt-injection", "external/cwe/cwe-1427")
     origin_kinds: ClassVar[frozenset[str]] = frozenset({RECALLED})
 
     def message(self, where: str, origin: Origin) -> str:

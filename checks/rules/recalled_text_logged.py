@@ -8,7 +8,7 @@ from typing import ClassVar
 
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._flow import LOGGER, RECALLED, Analysis, Origin, Sink
-from mainsdk_memory.checks._rule import TaintRule, register
+from mainsdk_memory.checks._rule import Severity, TaintRule, register
 
 __all__ = ["RecalledTextLogged"]
 
@@ -92,6 +92,8 @@ class RecalledTextLogged(TaintRule):
 
     code: ClassVar[str] = "MAIN-MEM-0029"
     name: ClassVar[str] = "recalled-text-logged"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "privacy", "external/cwe/cwe-532")
     origin_kinds: ClassVar[frozenset[str]] = frozenset({RECALLED})
 
     def message(self, where: str, origin: Origin) -> str:

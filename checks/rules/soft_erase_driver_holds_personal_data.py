@@ -9,7 +9,7 @@ from typing import ClassVar
 from mainsdk_memory.checks import _knowledge as known
 from mainsdk_memory.checks._diagnostic import Finding
 from mainsdk_memory.checks._flow import SOFT_DRIVER, scheme_of
-from mainsdk_memory.checks._rule import Module, Rule, register
+from mainsdk_memory.checks._rule import Module, Rule, Severity, register
 
 __all__ = ["SoftEraseDriverHoldsPersonalData"]
 
@@ -105,6 +105,8 @@ class SoftEraseDriverHoldsPersonalData(Rule):
 
     code: ClassVar[str] = "MAIN-MEM-0020"
     name: ClassVar[str] = "soft-erase-driver-holds-personal-data"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "privacy", "erasure", "external/cwe/cwe-459")
 
     def check(self, module: Module) -> Iterator[Finding]:
         """Judge each ``Memory.open`` and ``Memory(...)`` call."""

@@ -15,7 +15,7 @@ from mainsdk_memory.checks._flow import (
     Origin,
     Sink,
 )
-from mainsdk_memory.checks._rule import TaintRule, register
+from mainsdk_memory.checks._rule import Severity, TaintRule, register
 
 __all__ = ["UntrustedTextRememberedAsTrusted"]
 
@@ -103,6 +103,8 @@ class UntrustedTextRememberedAsTrusted(TaintRule):
 
     code: ClassVar[str] = "MAIN-MEM-0023"
     name: ClassVar[str] = "untrusted-text-remembered-as-trusted"
+    severity: ClassVar[Severity] = "high"
+    tags: ClassVar[tuple[str, ...]] = ("security", "prompt-injection", "external/cwe/cwe-345")
     origin_kinds: ClassVar[frozenset[str]] = frozenset({UNTRUSTED})
 
     def message(self, where: str, origin: Origin) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from mainsdk_memory._errors import ConfigurationError
+from mainsdk_memory._progress import Progress, bar, checked
 from mainsdk_memory.drivers._protocol import Driver
 
 __all__ = ["from_url", "upgrade", "upgrade_command"]
@@ -38,18 +39,25 @@ def from_url(url: str) -> Driver:
     return driver
 
 
-def upgrade(url: str) -> tuple[int, int]:
-    """Create or upgrade the schema at ``url``; return the versions before and after."""
-    before, after = _implementation().upgrade(url)
+def upgrade(url: str, *, progress: Progress | None = None) -> tuple[int, int]:
+    """Create or upgrade the schema at ``url``; return the versions before and after.
+
+    ``progress(done, total)`` is called after each migration applied (``(0, 0)`` when the
+    schema is current); the migrations commit together at the end.
+    """
+    progress = checked(progress)
+    before, after = _implementation().upgrade(url, progress=progress)
     return int(before), int(after)
 
 
 def upgrade_command(url: str) -> int:
     """``memory db upgrade URL``: upgrade, print what happened, return the exit status.
 
+    A progress bar (one step per migration) is drawn on standard error when it is a terminal.
     Errors propagate as :class:`~mainsdk_memory.MemorySDKError` for the CLI to report.
     """
-    before, after = upgrade(url)
+    with bar("db upgrade", unit="migrations") as progress:
+        before, after = upgrade(url, progress=progress)
     if before == after:
         print(f"The schema is already at version {after}; nothing to do.")
     elif before == 0:

@@ -55,6 +55,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
+from mainsdk_memory._progress import Progress
 from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._links import checked_links
 from mainsdk_memory.drivers._protocol import (
@@ -1182,11 +1183,12 @@ def _serialise(found: Row[Any]) -> bytes:
     return b"\x1f".join(parts)
 
 
-def upgrade(url: str) -> tuple[int, int]:
+def upgrade(url: str, *, progress: Progress | None = None) -> tuple[int, int]:
     """Create or upgrade the schema at ``url``; return (version before, version after).
 
     One transaction: on PostgreSQL an advisory lock serialises concurrent upgrades, on
     SQLite the write lock does. A database whose schema is newer than this code is refused.
+    ``progress(done, total)`` is called after each migration applied (all commit together).
     """
     target = parse_url(url)
     engine = make_engine(target, pool_size=1)
@@ -1198,7 +1200,9 @@ def upgrade(url: str) -> tuple[int, int]:
             if target.dialect == "postgresql":
                 connection.execute(select(func.pg_advisory_xact_lock(_UPGRADE_LOCK)))
             before = stored_version(connection) or 0
-            after = apply_migrations(connection, before, now=datetime.now(UTC))
+            after = apply_migrations(
+                connection, before, now=datetime.now(UTC), progress=progress
+            )
         return before, after
     finally:
         engine.dispose()

@@ -93,6 +93,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from mainsdk_memory._errors import ConfigurationError
+from mainsdk_memory._progress import Progress
 from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING
 
 __all__ = [
@@ -677,18 +678,24 @@ def check_version(found: int | None, safe_url: str) -> None:
         )
 
 
-def apply_migrations(connection: Connection, found: int, *, now: datetime) -> int:
+def apply_migrations(
+    connection: Connection, found: int, *, now: datetime, progress: Progress | None = None
+) -> int:
     """Apply every migration after ``found`` inside the caller's transaction; return the new
-    version. The caller holds the lock that serialises upgrades."""
+    version. The caller holds the lock that serialises upgrades. ``progress(done, total)`` is
+    called after each migration applied (``(0, 0)`` when none is due)."""
     if found > SCHEMA_VERSION:
         check_version(found, "this URL")
-    for migration in MIGRATIONS:
-        if migration.version <= found:
-            continue
+    due = [migration for migration in MIGRATIONS if migration.version > found]
+    for done, migration in enumerate(due, start=1):
         migration.apply(connection)
         connection.execute(
             insert(SCHEMA).values(
                 version=migration.version, description=migration.description, applied_at=now
             )
         )
+        if progress is not None:
+            progress(done, len(due))
+    if progress is not None and not due:
+        progress(0, 0)
     return SCHEMA_VERSION

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import base64
 import builtins
-import fcntl
 import hashlib
 import itertools
 import json
@@ -91,6 +90,7 @@ from mainsdk_memory._errors import (
     StoreError,
 )
 from mainsdk_memory._files import make_private_dir, remove_durably, write_private
+from mainsdk_memory._locking import lock, release
 from mainsdk_memory.drivers import _bm25 as bm25
 from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
@@ -745,10 +745,10 @@ class LocalDriver(BaseDriver):
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock(fd, exclusive=True)
             yield
         finally:
-            os.close(fd)  # closing releases the lock
+            release(fd)
 
     @contextmanager
     def _reading(self, folder: Path) -> Iterator[None]:
@@ -765,11 +765,11 @@ class LocalDriver(BaseDriver):
                 fd = -1
         try:
             if fd >= 0:
-                fcntl.flock(fd, fcntl.LOCK_SH)
+                lock(fd, exclusive=False)
             yield
         finally:
             if fd >= 0:
-                os.close(fd)
+                release(fd)
 
     def _load(self, folder: str, memory_id: str) -> _Memory | _Damaged | None:
         """Read one memory file; ``None`` if there is none, :class:`_Damaged` if it cannot

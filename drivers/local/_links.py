@@ -2,7 +2,8 @@
 
 Layout under ``<tenant>/<app>/_links/`` (never a subject folder: a subject is a plain name)::
 
-    .lock                   flock(2): writers take it exclusive, readers shared
+    .lock                   a file lock (mainsdk_memory._locking): writers take it exclusive,
+                            readers shared
     .journal                a batch being written: every file it writes or removes
     _ids/<id>.subjects      the subjects that have a folder <subject>/<id>/ (what an erase of
                             the memory <id> reads first: the subjects with links to it)
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -45,6 +45,7 @@ from mainsdk_memory._files import (
     remove_durably,
     write_private,
 )
+from mainsdk_memory._locking import lock, release, upgrade
 from mainsdk_memory.drivers._links import is_key, is_name
 from mainsdk_memory.drivers._protocol import StoredLink
 
@@ -119,11 +120,11 @@ class LinkFolder:
             fsync_folder(folder.parent)
         fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock(fd, exclusive=True)
             cls._recover(folder)
             yield cls(folder, tenant, app)
         finally:
-            os.close(fd)  # closing releases the lock
+            release(fd)
 
     @classmethod
     @contextmanager
@@ -141,14 +142,14 @@ class LinkFolder:
                 fd = -1
         try:
             if fd >= 0:
-                fcntl.flock(fd, fcntl.LOCK_SH)
+                lock(fd, exclusive=False)
                 if (folder / _JOURNAL).exists():  # a writer died mid-batch: finish it first
-                    fcntl.flock(fd, fcntl.LOCK_EX)
+                    upgrade(fd)
                     cls._recover(folder)
             yield cls(folder, tenant, app)
         finally:
             if fd >= 0:
-                os.close(fd)
+                release(fd)
 
     # -- reading --------------------------------------------------------------------------
 
