@@ -254,7 +254,8 @@ def _decide(
 ) -> _Batch:
     """Step 2: formation decides each item; where it would write, the write is collected."""
     decided = _Batch(records={}, new=[], revisions=[], twins={})
-    seen_texts: dict[tuple[str, str], int] = {}
+    seen_texts: dict[tuple[object, ...], int] = {}
+    seen_texts_only: set[tuple[str, str]] = set()
     seen_keys: set[tuple[str, str]] = set()
     for position, one in enumerate(prepared):
         contents = one.new.contents
@@ -268,11 +269,17 @@ def _decide(
                 continue
             seen_keys.add((one.new.subject, contents.key))
         else:
-            text = (one.new.subject, " ".join(contents.text.split()).casefold())
-            if text in seen_texts:
-                decided.twins[position] = seen_texts[text]
+            same = _sameness(one)
+            if same in seen_texts:  # the very same memory again: the earlier one's duplicate
+                decided.twins[position] = seen_texts[same]
                 continue
-            seen_texts[text] = position
+            if (one.new.subject, contents.text) in seen_texts_only:
+                # The same text with another kind, source, labels, data…: formation decides,
+                # after the batch's new memories are stored (it sees the earlier one then).
+                decided.revisions.append(position)
+                continue
+            seen_texts[same] = position
+            seen_texts_only.add((one.new.subject, contents.text))
         scratch = AuditNote(note.person, ())
         token = DEFERRING.set(handle)
         try:
@@ -295,6 +302,18 @@ def _decide(
         outcomes["duplicate"] += 1
         note.memory_ids.extend(scratch.memory_ids)
     return decided
+
+
+def _sameness(one: _Item) -> tuple[object, ...]:
+    """What makes two items of a batch the very same memory (every field ``remember`` keeps
+    but the time it was recorded)."""
+    contents, new = one.new.contents, one.new
+    return (
+        new.subject, contents.text, contents.kind, contents.labels, contents.source,
+        contents.trust, contents.session_only, new.pinned, contents.language,
+        repr(contents.data), contents.data_type, contents.fact_key,
+        repr(contents.metadata), contents.valid_from if one.explicit_start else None,
+    )
 
 
 def _store_new(handle: _Handle, decided: _Batch, start: int) -> dict[int, StoredRow]:
@@ -331,13 +350,13 @@ def _store_new(handle: _Handle, decided: _Batch, start: int) -> dict[int, Stored
         vectors = _vectors(handle, decided, rows, places)
         services.store.bulk_put(
             [rows[position] for position, _ in decided.new],
-            {(rows[position].memory_id, 1): sealed for position, sealed in vectors.items()},
+            {(rows[position].memory_id, 1): sealed for position, (sealed, _) in vectors.items()},
         )
     except MemorySDKError as exc:
         for memory_id in salts:
             with contextlib.suppress(MemorySDKError):
                 unanchor(caller, memory_id)
-        raise BatchError(index=start, stored=start, error=exc) from exc
+        raise BatchError(index=start, stored=start, error=exc, batch=True) from exc
     except BaseException:
         for memory_id in salts:
             with contextlib.suppress(MemorySDKError):
@@ -345,6 +364,10 @@ def _store_new(handle: _Handle, decided: _Batch, start: int) -> dict[int, Stored
         raise
     for position, deferred in decided.new:
         row, new = rows[position], deferred.new
+        if position in vectors:  # formation's next neighbours know it
+            index = embedding_index(caller, child=new.child)
+            assert index is not None  # noqa: S101 - it sealed the vector
+            index.wrote(row.tenant, row.app, row.subject, row.memory_id, 1, vectors[position][1])
         record_clean_verdict(services, row.tenant, row.memory_id, row.version, new.child)
         decided.records[position] = to_record(caller, row, new.contents)
     return rows
@@ -352,9 +375,9 @@ def _store_new(handle: _Handle, decided: _Batch, start: int) -> dict[int, Stored
 
 def _vectors(
     handle: _Handle, decided: _Batch, rows: dict[int, StoredRow], places: dict[int, Place]
-) -> dict[int, bytes]:
-    """Each new memory's sealed embedding (when an embedder applies): the texts formation
-    did not embed already, in one call to the embedder."""
+) -> dict[int, tuple[bytes, npt.NDArray[np.float32]]]:
+    """Each new memory's sealed embedding and the embedding (when an embedder applies): the
+    texts formation did not embed already, in one call to the embedder."""
     caller = handle._caller
     index = {child: embedding_index(caller, child=child) for child in (False, True)}
     missing = [
@@ -370,19 +393,15 @@ def _vectors(
             embedder.embed_many([deferred.new.contents.text for _, deferred in missing]),
             strict=True,
         ))
-    sealed: dict[int, bytes] = {}
+    sealed: dict[int, tuple[bytes, npt.NDArray[np.float32]]] = {}
     for position, deferred in decided.new:
         vector = deferred.vector if deferred.vector is not None else made.get(position)
         if vector is None:
             continue
-        row = rows[position]
-        one = seal_vector(caller, row, places[position], deferred.new.contents.text,
-                          child=deferred.new.child, vector=vector)
+        one = seal_vector(caller, rows[position], places[position],
+                          deferred.new.contents.text, child=deferred.new.child, vector=vector)
         if one is not None:
-            sealed[position] = one
-            chosen = index[deferred.new.child]
-            assert chosen is not None  # noqa: S101 - seal_vector sealed with it
-            chosen.wrote(row.tenant, row.app, row.subject, row.memory_id, 1, vector)
+            sealed[position] = (one, vector)
     return sealed
 
 
@@ -399,7 +418,12 @@ def _revise(
     (they now see the batch's new memories); if one fails, the batch's new memories after
     it are erased, so the store holds exactly the items before it."""
     for position in decided.revisions:
-        one = prepared[position]
+        # Never joined to a later item's memory: if a revision after this one fails, those
+        # are erased again, and this item's result must not go with them.
+        later = frozenset(row.memory_id for at, row in stored.items() if at > position)
+        one = dataclasses.replace(prepared[position],
+                                  new=dataclasses.replace(prepared[position].new,
+                                                          leave_out=later))
         scratch = AuditNote(note.person, ())
         try:
             for attempt in range(_ATTEMPTS):
@@ -411,9 +435,9 @@ def _revise(
                         raise
                     scratch = AuditNote(note.person, ())
         except MemorySDKError as exc:
-            _undo_after(handle, decided, stored, position)
-            raise BatchError(index=start + position, stored=start + position,
-                             error=exc) from exc
+            undone = _undo_after(handle, decided, stored, position)
+            raise BatchError(index=start + position, stored=start + position, error=exc,
+                             undone=undone) from exc
         decided.records[position] = record
         outcome = record.formation.outcome if record.formation is not None else "none"
         outcomes[outcome] += 1
@@ -422,13 +446,18 @@ def _revise(
 
 def _undo_after(
     handle: _Handle, decided: _Batch, stored: dict[int, StoredRow], failed: int
-) -> None:
-    """Erase the batch's new memories of the items after ``failed`` (best effort)."""
+) -> bool:
+    """Erase the batch's new memories of the items after ``failed``; whether every erase
+    went through."""
     caller = handle._caller
     services = caller.services
+    undone = True
     for position, row in stored.items():
         if position > failed:
-            with contextlib.suppress(MemorySDKError):
+            try:
                 services.erase_memory(caller.tenant, row.subject, row.memory_id,
                                       person=caller.person)
+            except MemorySDKError:
+                undone = False
             decided.records.pop(position, None)
+    return undone

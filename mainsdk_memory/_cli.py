@@ -14,6 +14,7 @@ from mainsdk_memory import mcp_server, receipts, tenant
 from mainsdk_memory._cli_consolidate import add_consolidate_command
 from mainsdk_memory._cli_explain import add_explain_command
 from mainsdk_memory._cli_import import add_import_command
+from mainsdk_memory._cli_import_jsonl import add_import_jsonl_command
 from mainsdk_memory._cli_privacy import add_privacy_commands
 from mainsdk_memory._cli_reindex import add_reindex_command
 from mainsdk_memory._cli_serve import add_serve_command
@@ -202,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_consolidate_command(commands)
     add_explain_command(commands)
     add_import_command(commands)
+    add_import_jsonl_command(commands)
     add_serve_command(commands)
     args = parser.parse_args(argv)
     try:

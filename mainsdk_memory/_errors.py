@@ -436,19 +436,33 @@ class ExportError(InvalidInputError):
 
 
 class BatchError(MemorySDKError):
-    """``remember_many`` stopped at one item: ``index`` is its position in the items given,
-    ``error`` (also the ``__cause__``) the typed error that item met, and ``stored`` how many
-    items from the start are stored — exactly ``items[:stored]``, nothing after."""
+    """``remember_many`` stopped at one item: ``index`` is its position in the items given
+    (for what refuses a whole batch — the agent's cap, the store — the batch's first),
+    ``error`` (also the ``__cause__``) the typed error met, and ``stored`` how many items
+    from the start are stored — exactly ``items[:stored]``, nothing after (unless the message
+    says the store failed again while undoing)."""
 
     code = "MAIN-MEM-E140"
     default_message = "A bulk write stopped; see the cause."
 
-    def __init__(self, *, index: int, stored: int, error: MemorySDKError) -> None:
+    def __init__(
+        self, *, index: int, stored: int, error: MemorySDKError, batch: bool = False,
+        undone: bool = True,
+    ) -> None:
         self.index = index
         self.stored = stored
         self.error = error
-        super().__init__(
-            f"Item {index} was refused ({error.code}: {error.message}); items[:{stored}] are "
-            f"stored and nothing after them. Fix or drop item {index} and call again with "
-            f"items[{stored}:]."
+        what = f"The batch from item {index}" if batch else f"Item {index}"
+        then = "once the cause is fixed" if batch else f"once item {index} is fixed or dropped"
+        message = (
+            f"{what} was refused ({error.code}: {error.message}); items[:{stored}] are "
+            f"stored and nothing after them. Call again with items[{stored}:] {then}."
         )
+        if not undone:
+            message = (
+                f"{what} was refused ({error.code}: {error.message}), and the store failed "
+                f"again while erasing the batch's later memories: items[:{stored}] are "
+                "stored, and some after them may be. List the person's memories before "
+                "calling again."
+            )
+        super().__init__(message)

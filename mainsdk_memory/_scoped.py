@@ -598,7 +598,7 @@ class _Handle:
         if index is not None:  # never for a child: their words reach no embedder
             vector = index.embed(contents.text)
             similar = word_similarity(index)
-        leave_out = frozenset(memory_id for _, memory_id in new.sources)
+        leave_out = new.leave_out | {memory_id for _, memory_id in new.sources}
         helds: builtins.list[Held]
         key_term = contents.key_term()
         if key_term is not None and data is not None:
@@ -1696,6 +1696,8 @@ class _New:
     sources: builtins.list[tuple[str, str]]
     created_at: datetime | None = None
     """An insight's: its oldest source's (retention counts from there), else now."""
+    leave_out: frozenset[str] = frozenset()
+    """Memories formation does not compare it with (a bulk write's later items')."""
 
 
 def _inherit_labels(

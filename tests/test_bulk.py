@@ -6,6 +6,7 @@ written, and its new memories are stored whole or not at all; formation applies.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from mainsdk_memory import (
     StoreError,
     tenant,
 )
+from mainsdk_memory._cli import main
 from mainsdk_memory._memory import services_of
 from mainsdk_memory.drivers import open_driver
 from mainsdk_memory.keys import KeyStore
@@ -287,3 +289,127 @@ def test_the_async_handle_takes_a_bulk_write(store_url: str, keys_path: Path) ->
     import asyncio
 
     assert asyncio.run(_async_bulk(store_url, keys_path)) == [i["text"] for i in _texts(3)]
+
+
+# --- memory import-jsonl -----------------------------------------------------------------
+
+
+def _jsonl(path: Path, lines: list[object]) -> Path:
+    path.write_text("".join(
+        (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines
+    ), encoding="utf-8")
+    return path
+
+
+def _cli(store_url: str, keys_path: Path, source: Path, *extra: str) -> int:
+    return main(["import-jsonl", "--store", store_url, "--keys", str(keys_path), "--app", "app",
+                 "--tenant", "acme", "--person", "ada", "--from", str(source), *extra])
+
+
+def test_import_jsonl_stores_every_line_and_resumes_after_a_refused_one(
+    store_url: str, keys_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines: list[object] = [
+        {"text": "Ada prefers email.", "key": "crm/channel", "metadata": {"tier": 2},
+         "valid_from": "2025-03-01T09:00:00+00:00"},
+        "",
+        {"text": "Ada's favourite port is Sines.", "source": {"kind": "import", "id": "crm"}},
+        *({"text": f"Ada's order {i} shipped to dock {i * 7}."} for i in range(5)),
+        {"text": INJECTION},
+        {"text": "Ada's order 99 shipped to dock 693."},
+    ]
+    source = _jsonl(tmp_path / "memories.jsonl", lines)
+    assert _cli(store_url, keys_path, source, "--agent", "crm-sync", "--batch", "3") == 1
+    err = capsys.readouterr().err
+    assert "stopped at line 9" in err and "resume with --skip 7" in err
+    assert INJECTION not in err
+    with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="crm-sync")
+        assert len(_held(bot)) == 5  # lines 1, 3 to 6: two whole batches
+    lines[8] = {"text": "Ada's order 98 shipped to dock 686."}
+    _jsonl(source, lines)
+    assert _cli(store_url, keys_path, source, "--agent", "crm-sync", "--batch", "3",
+                "--skip", "7") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["lines"], summary["skipped_lines"]) == (3, 7)
+    assert sum(summary["outcomes"].values()) == 3 and "duplicate" not in summary["outcomes"]
+    with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="crm-sync")
+        assert len(_held(bot)) == 8  # the quarantined line is seen by its session only
+        keyed = bot.get(key="crm/channel")
+        assert (keyed.metadata, keyed.valid_from.year) == ({"tier": 2}, 2025)
+        other = memory.acting_for("ada", agent="other")
+        assert "Ada's favourite port is Sines." not in {
+            other.get(i).text for i in _held(other)
+        }
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["not json", "[1, 2]", '{"text": "x", "data": {}}', '{"text": "x", "valid_from": "soon"}',
+     '{"text": "x", "source": {"kind": "nowhere"}}'],
+)
+def test_import_jsonl_refuses_a_bad_line_before_anything(
+    store_url: str, keys_path: Path, tmp_path: Path, line: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    source = _jsonl(tmp_path / "bad.jsonl", [{"text": "Ada likes rowing."}, line])
+    assert _cli(store_url, keys_path, source, "--as-person") == 1
+    assert "Line 2" in capsys.readouterr().err
+    with Memory.open(store_url, keys=keys_path, app="app") as memory, tenant.use("acme"):
+        assert _held(memory.person("ada")) == []
+
+
+def test_the_same_text_from_another_source_or_kind_is_formed_as_remember_forms_it(
+    store_url: str, keys_path: Path, tmp_path: Path
+) -> None:
+    items = [
+        {"text": "Ada likes green tea.", "source": Source.web("https://example.com/a")},
+        {"text": "Ada likes green tea."},
+        {"text": "Ada likes green tea.", "kind": "preference"},
+        {"text": "Ada likes green tea."},
+    ]
+
+    def shape(records: list[Any], handle: Any) -> list[tuple[object, ...]]:
+        ids = {memory_id: n for n, memory_id in enumerate(dict.fromkeys(r.id for r in records))}
+        return [(ids[r.id], r.trust.value, r.kind.value,
+                 r.formation.outcome if r.formation else None) for r in records] + [
+            (len(_held(handle)),)
+        ]
+
+    with Memory.open(store_url, keys=keys_path, app="bulk") as memory, tenant.use("acme"):
+        bulk = memory.acting_for("ada", agent="bot", session="s")
+        bulk_shape = shape(bulk.remember_many(items), bulk)
+        one = memory.acting_for("bob", agent="bot", session="s")
+        one_shape = shape([one.remember(**item) for item in items], one)
+    assert bulk_shape == one_shape
+
+
+class _RevisionFailingDriver(_FailingDriver):
+    """A store whose writes of a next version fail; first versions go through."""
+
+    def put(self, row: Any, **kwargs: Any) -> None:
+        if kwargs.get("closes") is not None:
+            raise StoreError("The store failed (a test).")
+        self._inner.put(row, **kwargs)
+
+
+def test_a_revision_failing_leaves_exactly_the_items_before_it(
+    store_url: str, keys_path: Path
+) -> None:
+    driver = _RevisionFailingDriver(open_driver(store_url))
+    with Memory(driver, KeyStore.open(keys_path), app="app") as memory, \
+            tenant.use("acme"):  # type: ignore[arg-type]
+        bot = memory.acting_for("ada", agent="bot")
+        held = bot.remember("Ada's cat is Tom.", key="pet/cat")
+        with pytest.raises(BatchError) as raised:
+            bot.remember_many([
+                {"text": "Ada's dog is Rex."},
+                {"text": "Ada's cat is Tim.", "key": "pet/cat"},  # the next version: fails
+                {"text": "Ada's horse is Bolt."},
+            ])
+        assert (raised.value.index, raised.value.stored) == (1, 1)
+        assert isinstance(raised.value.error, StoreError)
+        texts = sorted(bot.get(memory_id).text for memory_id in _held(bot))
+        assert texts == ["Ada's cat is Tom.", "Ada's dog is Rex."]
+        assert bot.get(key="pet/cat").id == held.id
