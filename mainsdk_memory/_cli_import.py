@@ -48,7 +48,8 @@ def run_import(args: argparse.Namespace) -> int:
         print("this export was imported here before: nothing was written", file=sys.stderr)
     else:
         print(f"imported {len(report.memory_ids)} memories ({report.versions} versions), "
-              f"{len(report.skipped)} already here", file=sys.stderr)
+              f"{len(report.skipped)} already here, {len(report.forgotten)} forgotten here "
+              "(a receipt names them: never brought back)", file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,9 @@
 rest of the document. :func:`import_export` checks a document whole — signature, format,
 tenant, every memory — before it writes anything, then writes each memory with every version,
 anchored in this key store and sealed under this store's keys, as ``remember`` would have
-written it (ADR 0094).
+written it (ADR 0094). A receipt is final: a memory any receipt of this tenant and app names
+(forget, erase, retention) is never imported again, and each version's trust is capped at
+what its source earns, whatever the document says.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from mainsdk_memory._sealing import (
 from mainsdk_memory._signals import Held
 from mainsdk_memory._tags import check_key, check_metadata
 from mainsdk_memory._text import check_language
-from mainsdk_memory.drivers import StoredRow
+from mainsdk_memory.drivers import TRUST_RANK, StoredRow
 
 if TYPE_CHECKING:
     from mainsdk_memory._services import Services
@@ -104,6 +106,9 @@ class ImportReport(BaseModel):
     skipped: tuple[str, ...] = ()
     """Memories of the export already held here for the person (an earlier, perhaps
     interrupted, import of them): left as they are."""
+    forgotten: tuple[str, ...] = ()
+    """Memories of the export that a receipt of this tenant and app names (forgotten, erased,
+    swept by retention here): a receipt is final, so they were not imported."""
     forget_requests: int = 0
     """Pending forget requests imported."""
     signals: int = 0
@@ -315,7 +320,25 @@ def _status(value: object) -> MemoryStatus:
     raise ValueError("status")
 
 
-def _version(item: object, number: int, memory: Mapping[str, Any], max_chars: int) -> Contents:
+def _earned(source: Source, trust: Trust, confirmed_by: str | None,
+            person: str) -> tuple[Trust, str | None]:
+    """The trust (and ``confirmed_by``) a version keeps: never above what its source earns,
+    whatever the document claims. A tool, MCP, web or import source stays ``untrusted`` (and
+    quarantined: the person confirms it again here); ``confirmed`` only when ``confirmed_by``
+    names the export's person; else at most ``inferred``."""
+    if source.trust is Trust.UNTRUSTED:
+        cap = Trust.UNTRUSTED
+    elif confirmed_by == person:
+        cap = Trust.CONFIRMED
+    else:
+        cap = Trust.INFERRED
+    kept = cap if TRUST_RANK[trust] > TRUST_RANK[cap] else trust
+    return kept, confirmed_by if kept is Trust.CONFIRMED else None
+
+
+def _version(
+    item: object, number: int, memory: Mapping[str, Any], max_chars: int, person: str
+) -> Contents:
     if not isinstance(item, Mapping) or item.get("version") != number:
         raise ValueError("version")
     data = item.get("data")
@@ -324,15 +347,20 @@ def _version(item: object, number: int, memory: Mapping[str, Any], max_chars: in
     key = item.get("key")
     formation = item.get("formation")
     revision = item.get("revision")
+    source = Source.model_validate(item["source"])
+    trust, confirmed_by = _earned(
+        source, Trust(item["trust"]),
+        _optional_str(item.get("confirmed_by"), "confirmed_by"), person,
+    )
     return Contents(
         text=validate.text(item["text"], max_chars),
         kind=Kind(item.get("kind", memory["kind"])),
         labels=validate.labels(item["labels"]),
-        source=Source.model_validate(item["source"]),
-        trust=Trust(item["trust"]),
+        source=source,
+        trust=trust,
         agent=_agent(memory["owner_agent"]),
         author=_str(item["author"], "author"),
-        confirmed_by=_optional_str(item.get("confirmed_by"), "confirmed_by"),
+        confirmed_by=confirmed_by,
         data=data,
         data_type=_optional_str(item.get("data_type"), "data_type") if data is not None else None,
         session=_optional_str(memory.get("session"), "session"),
@@ -362,7 +390,8 @@ def _memory(item: object, person: str, max_chars: int) -> _Memory:
     if not isinstance(listed, list) or not listed:
         raise ValueError("versions")
     versions = tuple(
-        _version(one, number, item, max_chars) for number, one in enumerate(listed, start=1)
+        _version(one, number, item, max_chars, person)
+        for number, one in enumerate(listed, start=1)
     )
     for before, after in itertools.pairwise(versions):
         if before.closed or after.valid_from < before.valid_from:
@@ -497,6 +526,28 @@ def _held_here(
     return ("held", len(rows)) if same else ("taken", 0)
 
 
+def _receipted(services: Services, tenant_id: str) -> frozenset[str]:
+    """Every memory id a receipt of this tenant and app names — forgotten (with the insights
+    derived from it), erased with its person, swept by retention — read once."""
+    found: set[str] = set()
+    for _, document in services.control.list(tenant_id, "receipt/"):
+        claims = document.get("claims")
+        if not isinstance(claims, Mapping):
+            continue
+        named: list[object] = [claims.get("memory_id")]
+        for field in ("memory_ids", "derived_ids"):
+            listed = claims.get(field)
+            if isinstance(listed, list):
+                named.extend(listed)
+        versions = claims.get("version_ids")
+        if isinstance(versions, list):
+            named.extend(
+                one.rpartition(".v")[0] for one in versions if isinstance(one, str)
+            )
+        found.update(one for one in named if isinstance(one, str) and one)
+    return frozenset(found)
+
+
 def import_export(
     services: Services,
     document: object,
@@ -504,13 +555,15 @@ def import_export(
     public_key: object | None = None,
     person: str | None = None,
     progress: Progress | None = None,
+    actor: str = "app",
 ) -> ImportReport:
     """Import a signed export for ``person`` (default: the export's) in the current tenant
-    and this app; see :meth:`Privacy.import_export` (docs/privacy.md)."""
+    and this app; see :meth:`Privacy.import_export` (docs/privacy.md). ``actor`` is the
+    audit event's (``person`` when the person's own token asked, over HTTP)."""
     progress = checked(progress)
     tenant_id = _tenant.current()
     target = None if person is None else validate.person(person)
-    with services.audit.call(tenant_id, "import", actor="app", person=target) as note:
+    with services.audit.call(tenant_id, "import", actor=actor, person=target) as note:
         claims = verify_export(
             document, services.keys.export_public_jwks() if public_key is None else public_key
         )
@@ -558,10 +611,14 @@ def import_export(
                 "The export holds memories with a caller key, which needs a store that "
                 "keeps blinded tags (Capabilities.tags); nothing was imported.",
             )
+        # A receipt is final: what one names here is never written again.
+        receipted = _receipted(services, tenant_id)
+        forgotten = [m.memory_id for m in memories if m.memory_id in receipted]
         person_subject = services.anchor_subject(tenant_id, target)
         states = {
             memory.memory_id: _held_here(services, tenant_id, pseudonym, person_subject, memory)
             for memory in memories
+            if memory.memory_id not in receipted
         }
         taken = [memory_id for memory_id, (state, _) in states.items() if state == "taken"]
         if taken:
@@ -572,7 +629,10 @@ def import_export(
             )
         here_policy = caller.guardian_policy()
         policy = here_policy if here_policy is not None else exported_policy
-        to_write = [m for m in memories if states[m.memory_id] != ("held", len(m.versions))]
+        to_write = [
+            m for m in memories
+            if m.memory_id in states and states[m.memory_id] != ("held", len(m.versions))
+        ]
         if policy is not None and policy.get("consent") is None and to_write:
             raise ConsentRequiredError
         # Writes from here on; a run interrupted now is finished by running it again.
@@ -584,8 +644,10 @@ def import_export(
         skipped: list[str] = []
         versions = 0
         for done, memory in enumerate(memories, start=1):
-            state, held = states[memory.memory_id]
-            if state == "held" and held >= len(memory.versions):
+            state, held = states.get(memory.memory_id, ("forgotten", 0))
+            if state == "forgotten":
+                pass  # named by a receipt: neither written nor skipped
+            elif state == "held" and held >= len(memory.versions):
                 skipped.append(memory.memory_id)
             else:
                 versions += _write(services, tenant_id, target, memory, state, held, child)
@@ -603,12 +665,15 @@ def import_export(
         note.memory_ids.extend(written)
         note.count = len(written)
         note.extra.append(("export", export_id))
+        if forgotten:
+            note.extra.append(("forgotten", str(len(forgotten))))
         return ImportReport(
             export_id=export_id,
             person=target,
             memory_ids=tuple(written),
             versions=versions,
             skipped=tuple(skipped),
+            forgotten=tuple(forgotten),
             forget_requests=imported_requests,
             signals=imported_signals,
             guardian_policy=imported_policy,

@@ -305,9 +305,12 @@ class Privacy:
         a changed document, one signed by another key, of another format or another tenant
         is refused whole (:class:`ExportError`) and nothing is written. ``person`` imports
         it for another person id (default: the export's). Memories keep their ids, history,
-        trust and quarantine; pending forget requests, the guardian policy (if the person
-        has none here) and ranking signals come too; entities, working memory and episodes
-        do not. A second import of the same export writes nothing (``already_imported``);
+        trust and quarantine — trust capped at what each version's source earns (a tool,
+        MCP, web or import source stays ``untrusted``); pending forget requests, the guardian
+        policy (if the person has none here) and ranking signals come too; entities, working
+        memory and episodes do not. A receipt is final: a memory that any receipt of this
+        tenant and app names (forgotten, erased, swept) is not imported (``forgotten``); the
+        rest is. A second import of the same export writes nothing (``already_imported``);
         an id held here by another memory refuses the import. ``progress(done, total)``
         after each memory. Audited (ids only). See docs/privacy.md.
         """

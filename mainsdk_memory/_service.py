@@ -32,7 +32,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from mainsdk_memory import tenant as _tenant
 from mainsdk_memory._errors import MemorySDKError, ScopeError, TokenError
 from mainsdk_memory._importing import ImportReport
-from mainsdk_memory._memory import Memory
+from mainsdk_memory._importing import import_export as _import_export
+from mainsdk_memory._memory import Memory, services_of
 from mainsdk_memory._records import (
     AgentLimits,
     ForgetRequest,
@@ -405,16 +406,18 @@ def _routes(app: FastAPI, calls: _Calls) -> None:
 
     @app.post("/v1/person/import", tags=["person"], response_model=ImportReport)
     async def import_export(body: ImportBody, who: Person) -> ImportReport:
-        """Import a signed export of this person, made in this tenant by another app or
-        store (``privacy.import_export``); the report (ids and counts)."""
+        """Import a signed export of this person, made in this tenant by another app of this
+        key store (``privacy.import_export``: only this key store's exports verify here; one
+        signed by another store is imported with ``memory import --public-key``); the report
+        (ids and counts). Audited as the person's call."""
         person = who.person
         if body.document.get("person") != person:
             raise ScopeError(
                 "This export is about another person than the token's, so nothing was "
                 "imported. Import an export of the token's person."
             )
-        return await calls.as_app(who, lambda memory: memory.privacy.import_export(
-            body.document, public_key=None, person=person
+        return await calls.as_app(who, lambda memory: _import_export(
+            services_of(memory), body.document, person=person, actor="person"
         ))
 
     @app.post("/v1/person/erase", tags=["person"], response_model=ReceiptResult)

@@ -96,7 +96,7 @@ class ClaimNames:
     ``session`` is ``None`` by default: no claim names the session, and the service makes one
     up (``memory mcp`` makes a new one per MCP session). ``role`` names the claim that says
     which :data:`Role` a token of the HTTP service carries (``memory serve``; ``memory mcp``
-    does not read it).
+    refuses a token whose role claim is present and not ``agent``).
     """
 
     tenant: str = "tenant"
@@ -316,8 +316,23 @@ class TokenVerifier:
         return self._settings
 
     def verify(self, token: object) -> Claims:
-        """The claims of ``token`` (a compact JWT, without ``Bearer``), once it verifies."""
-        return self._claims(self._payload(token))
+        """The claims of ``token`` (a compact JWT, without ``Bearer``), once it verifies.
+
+        These claims act as an agent (``memory mcp``), so a token whose role claim (``role``
+        by default) is present and not ``agent`` — a person's or an admin's token of the HTTP
+        service — is refused (reason ``claims``), even if it names an agent."""
+        payload = self._payload(token)
+        names = self._settings.claims
+        role = payload.get(names.role)
+        # (A role claim name that is also the tenant, person, agent or session claim's names
+        # no role: ``memory mcp`` never configures the role claim.)
+        other = names.role in (names.tenant, names.person, names.agent, names.session)
+        if not other and role is not None and role != "agent":
+            raise _refused(
+                "claims",
+                "The bearer token's role claim is not agent, and only agent tokens act here",
+            )
+        return self._claims(payload)
 
     def verify_principal(self, token: object) -> Principal:
         """The :class:`Principal` of ``token``, once it verifies: its role claim (``role`` by

@@ -25,6 +25,8 @@ from mainsdk_memory import (
 )
 from mainsdk_memory._cli_import import add_import_command
 from mainsdk_memory._errors import ExportError  # also mainsdk_memory.ExportError
+from mainsdk_memory._importing import sign_export
+from mainsdk_memory._memory import services_of
 from mainsdk_memory.audit import MemorySink
 from mainsdk_memory.keys import KeyStore
 
@@ -289,20 +291,110 @@ def test_refusals_change_nothing(tmp_path: Path, clock: Clock) -> None:
             assert target.person("bob").list().items == []
 
 
-def test_an_erased_person_is_restored_from_their_export(
+def test_an_export_made_before_an_erase_brings_nothing_back(
     store_url: str, keys_path: Path, clock: Clock
 ) -> None:
-    """Into the app the export came from: after an erase, the ids are free again."""
+    """Into the app the export came from: the erase receipt is final."""
     with _open(store_url, keys_path, "app", clock) as memory, tenant.use("acme"):
-        ids = _fill(memory, clock)
+        _fill(memory, clock)
         document = memory.privacy.export("ada")
-        held = _view(memory.person("ada").history(ids["revised"]))
+        exported = tuple(m["id"] for m in document["memories"])
         same = memory.privacy.import_export(document)  # already here: nothing written
-        assert same.memory_ids == () and len(same.skipped) == len(document["memories"])
-        memory.privacy.erase("ada")
-        restored = memory.privacy.import_export(document)
-        assert len(restored.memory_ids) == len(document["memories"])
-        assert _view(memory.person("ada").history(ids["revised"])) == held
+        assert same.memory_ids == () and len(same.skipped) == len(exported)
+        assert same.forgotten == ()
+        receipt = memory.privacy.erase("ada")
+        assert set(exported) <= set(receipt.memory_ids)
+        again = memory.privacy.import_export(document)
+        assert (again.memory_ids, again.skipped, again.forgotten) == ((), (), exported)
+        assert again.versions == again.forget_requests == again.signals == 0
+        ada = memory.person("ada")
+        assert [r.id for r in ada.list().items if r.scope.about == "ada"] == []
+        for memory_id in exported:
+            with pytest.raises(MemoryNotFound):
+                ada.get(memory_id)
+        bot = memory.acting_for("ada", agent="bot", session="s1")
+        assert [h.record.id for h in bot.recall("pharmacy") if h.record.scope.about == "ada"] \
+            == []
+        assert ada.pending() == []
+
+
+def test_a_forgotten_memory_is_never_imported_again(
+    store_url: str, keys_path: Path, clock: Clock
+) -> None:
+    """Forgotten by the person's own handle, by an approved request, or swept by retention,
+    after the export was made: the export brings back none of them; the rest imports."""
+    sink = MemorySink()
+    with _open(store_url, keys_path, "app", clock, audit=sink,
+               retention={"personal": timedelta(days=365), "short": timedelta(days=7)}) \
+            as memory, tenant.use("acme"):
+        ada, bot = memory.person("ada"), memory.acting_for("ada", agent="bot")
+        own = ada.remember("Ada's card number ends 4242.").id
+        asked = bot.remember("Ada's locker is number 12.").id
+        swept = bot.remember("Ada is in room 3 this week.", labels=["short"]).id
+        kept = bot.remember("Ada prefers tea.").id
+        document = memory.privacy.export("ada")
+        assert ada.forget(own).claims["memory_id"] == own
+        ada.approve(bot.forget(asked).id)
+        clock.tick(8)
+        assert [r.claims["memory_id"] for r in memory.enforce_retention()] == [swept]
+        report = memory.privacy.import_export(document)
+        assert sorted(report.forgotten) == sorted((own, asked, swept))
+        assert report.memory_ids == () and report.skipped == (kept,)
+        assert [r.id for r in ada.list().items] == [kept]
+        for memory_id in (own, asked, swept):
+            with pytest.raises(MemoryNotFound):
+                ada.get(memory_id)
+        event = [e for e in sink.events if e.operation == "import"][-1]
+        assert dict(event.extra)["forgotten"] == "3"
+        assert "4242" not in json.dumps(event.to_dict())
+    # Into another app of the store, where nothing was forgotten, all of it comes.
+    with _open(store_url, keys_path, "billing", clock) as billing, tenant.use("acme"):
+        moved = billing.privacy.import_export(document)
+        assert sorted(moved.memory_ids) == sorted((own, asked, swept, kept))
+        assert moved.forgotten == ()
+
+
+def test_import_caps_trust_at_what_the_source_earns(tmp_path: Path, clock: Clock) -> None:
+    """A document re-signed with the source store's own key, claiming a tool's memory and an
+    agent's memory confirmed, imports them untrusted (quarantined) and inferred."""
+    KeyStore.create(tmp_path / "k")
+    with _open(f"local:{tmp_path / 's'}", tmp_path / "k", "helpdesk", clock) as source, \
+            _open(f"local:{tmp_path / 's'}", tmp_path / "k", "billing", clock) as target, \
+            tenant.use("acme"):
+        bot = source.acting_for("ada", agent="bot", session="s1")
+        tool = bot.remember("Ada's balance is 120 EUR.", source=Source.tool("crm")).id
+        agent = bot.remember("Ada likes window seats.").id
+        strange = bot.remember("Ada's gate code is 0912.").id
+        own = source.person("ada").remember("I am vegetarian.").id
+        confirmed = bot.remember("Ada's dentist is Dr Lima.", source=Source.web("https://x.test"))
+        source.person("ada").confirm(confirmed.id)  # a person's confirmation of a web memory
+        forged = copy.deepcopy(source.privacy.export("ada"))
+        claims = {tool: ("confirmed", "ada"), agent: ("confirmed", None),
+                  strange: ("confirmed", "bob")}
+        for memory in forged["memories"]:
+            for version in memory["versions"]:
+                if memory["id"] in claims:
+                    version["trust"], version["confirmed_by"] = claims[memory["id"]]
+        del forged["id"], forged["signature"]
+        signed = sign_export(services_of(source), forged)  # a valid signature
+        report = target.privacy.import_export(signed)
+        assert sorted(report.memory_ids) == sorted((tool, agent, strange, own, confirmed.id))
+        other = target.acting_for("ada", agent="other")
+        seen = target.acting_for("ada", agent="bot", session="s1")
+        came = seen.get(tool)
+        assert (came.trust, came.quarantined, came.confirmed_by) == (Trust.UNTRUSTED, True, None)
+        with pytest.raises(MemoryNotFound):
+            other.get(tool)  # quarantined: not seen outside its session
+        assert tool not in [h.record.id for h in other.recall("balance EUR", top_k=20)]
+        for memory_id in (agent, strange):
+            record = target.person("ada").get(memory_id)
+            assert (record.trust, record.confirmed_by) == (Trust.INFERRED, None)
+        # What the person said of themself stays confirmed; a confirmation of a web memory
+        # does not travel: untrusted here until the person confirms it again.
+        assert target.person("ada").get(own).trust is Trust.CONFIRMED
+        history = target.person("ada").history(confirmed.id)
+        assert [v.trust for v in history] == [Trust.UNTRUSTED, Trust.UNTRUSTED]
+        assert target.person("ada").confirm(confirmed.id).trust is Trust.CONFIRMED
 
 
 def test_a_childs_export_keeps_the_guardian_policy(tmp_path: Path, clock: Clock) -> None:

@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,15 +21,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import jwt
 import pytest
+import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
-from mainsdk_memory import ConfigurationError
+from mainsdk_memory import ConfigurationError, Memory, tenant
 from mainsdk_memory._errors import TokenError
 from mainsdk_memory._tokens import ClaimNames, TokenSettings, TokenVerifier
+from mainsdk_memory.keys import KeyStore
+from mainsdk_memory.mcp_server import REMEMBER, build_http_app
 
 ISSUER = "https://issuer.test"
 AUDIENCE = "mainsdk-memory"
@@ -193,3 +198,88 @@ def test_keys_from_a_jwks_url_only_when_configured(jwks_url: tuple[str, list[str
     for bad in ("http://issuer.example.com/jwks.json", "file:///etc/passwd", "ftp://x/y"):
         with pytest.raises(ConfigurationError):
             TokenVerifier(TokenSettings(issuer=ISSUER, audience=AUDIENCE, jwks_url=bad))
+
+
+def test_a_token_of_another_role_is_not_an_agent(jwks_file: Path) -> None:
+    """A person's or an admin's token of the HTTP service, even naming an agent, is refused:
+    the MCP server acts for agents only. No role claim, or ``agent``, is an agent's token."""
+    verifier = TokenVerifier(TokenSettings(issuer=ISSUER, audience=AUDIENCE,
+                                           jwks_file=jwks_file))
+
+    def sign(**extra: Any) -> str:
+        return jwt.encode(claims(**extra), RSA_KEY, algorithm="RS256", headers={"kid": "rsa-1"})
+
+    for role in ("person", "admin", "", "Agent", ["agent"], 1):
+        refused(verifier, sign(role=role), "claims")
+    assert verifier.verify(sign(role="agent")).agent == "bot"
+    assert verifier.verify(sign()).agent == "bot"
+    renamed = TokenVerifier(TokenSettings(issuer=ISSUER, audience=AUDIENCE,
+                                          jwks_file=jwks_file, claims=ClaimNames(role="kind")))
+    refused(renamed, sign(kind="person"), "claims")
+    assert renamed.verify(sign(role="person", kind="agent")).person == "ada"
+    # An agent claim named "role" names the agent, not a role.
+    agent_is_role = TokenVerifier(TokenSettings(issuer=ISSUER, audience=AUDIENCE,
+                                                jwks_file=jwks_file,
+                                                claims=ClaimNames(agent="role")))
+    assert agent_is_role.verify(sign(role="desk")).agent == "desk"
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "raw", "version": "1"}},
+}
+_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def test_mcp_over_http_answers_401_to_a_person_or_admin_token(
+    tmp_path: Path, jwks_file: Path
+) -> None:
+    """Through a real server on loopback: a person's or an admin's token naming an agent
+    opens no MCP session and writes nothing; an agent's token does."""
+    KeyStore.create(tmp_path / "keys")
+    memory = Memory.open(f"local:{tmp_path / 'store'}", keys=tmp_path / "keys", app="app")
+    app = build_http_app(memory, tokens=TokenSettings(issuer=ISSUER, audience=AUDIENCE,
+                                                      jwks_file=jwks_file))
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+
+    def bearer(**extra: Any) -> dict[str, str]:
+        token = jwt.encode(claims(**extra), RSA_KEY, algorithm="RS256", headers={"kid": "rsa-1"})
+        return {**_HEADERS, "Authorization": f"Bearer {token}"}
+
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        with httpx2.Client(timeout=30) as http:
+            opened = http.post(url, json=_INITIALIZE, headers=bearer(role="agent"))
+            assert opened.status_code == 200, opened.text
+            session = opened.headers["mcp-session-id"]
+            remember = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": REMEMBER,
+                                   "arguments": {"text": "Ada's pin is 1234."}}}
+            for role in ("person", "admin"):
+                for body, headers in (
+                    (_INITIALIZE, bearer(role=role)),
+                    (remember, {**bearer(role=role), "mcp-session-id": session}),
+                ):
+                    answer = http.post(url, json=body, headers=headers)
+                    assert answer.status_code == 401, role
+                    assert answer.headers["www-authenticate"].startswith("Bearer ")
+                    assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+                    assert answer.content == b"" and "mcp-session-id" not in answer.headers
+        with tenant.use("acme"):
+            assert memory.person("ada").list().items == []
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        listener.close()
+        memory.close()
+    assert not thread.is_alive()

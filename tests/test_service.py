@@ -183,7 +183,8 @@ def start_service(root: Path, store: str, *extra: str) -> Iterator[Service]:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     root = tmp_path_factory.mktemp("service")
-    yield from start_service(root, f"local:{root / 'store'}")
+    yield from start_service(root, f"local:{root / 'store'}", "--audit",
+                             str(root / "audit.jsonl"))
 
 
 def raw_dump(service: Service) -> list[bytes]:
@@ -546,26 +547,44 @@ def test_the_person_imports_their_own_export_and_no_one_elses(service: Service) 
         exported = http.get("/v1/person/export", headers=ada).json()
         assert [memory["id"] for memory in exported["memories"]] == [held]
         assert http.post("/v1/person/erase", headers=ada).status_code == 200
+        # The erase receipt is final: the export made before it brings nothing back.
+        again = http.post("/v1/person/import", json={"document": exported}, headers=ada)
+        assert again.status_code == 200, again.text
+        assert (again.json()["memory_ids"], again.json()["forgotten"]) == ([], [held])
+        assert http.get("/v1/memories", headers=ada).json()["items"] == []
+    # An export of Ada from another app of this key store (the only key the route trusts).
+    with Memory.open(service.store, keys=service.keys, app="helpdesk") as helpdesk, \
+            tenant.use("t-imp"):
+        moved = helpdesk.acting_for("ada", agent="bot").remember("Ada's dog is Rex.").id
+        document = helpdesk.privacy.export("ada")
+    with service.client() as http:
         # another person's token cannot bring Ada's memories in as theirs
-        stranger = http.post("/v1/person/import", json={"document": exported},
+        stranger = http.post("/v1/person/import", json={"document": document},
                              headers=issuer.person("t-imp", person="bob"))
         problem(stranger, 403, "MAIN-MEM-E011")
         # nor can Ada's token of another tenant
-        elsewhere = http.post("/v1/person/import", json={"document": exported},
+        elsewhere = http.post("/v1/person/import", json={"document": document},
                               headers=issuer.person("t-imp-other"))
         assert elsewhere.status_code == 400
         # a changed export is refused whole
-        changed = json.loads(json.dumps(exported))
-        changed["memories"][0]["versions"][0]["text"] = "Ada's cat is Rex."
+        changed = json.loads(json.dumps(document))
+        changed["memories"][0]["versions"][0]["text"] = "Ada's dog is Max."
         problem(http.post("/v1/person/import", json={"document": changed}, headers=ada), 400)
-        imported = http.post("/v1/person/import", json={"document": exported}, headers=ada)
+        imported = http.post("/v1/person/import", json={"document": document}, headers=ada)
         assert imported.status_code == 200, imported.text
         report = imported.json()
-        assert report["person"] == "ada" and report["memory_ids"] == [held]
+        assert report["person"] == "ada" and report["memory_ids"] == [moved]
         listed = http.get("/v1/memories", headers=ada).json()
-        assert [item["text"] for item in listed["items"]] == ["Ada's cat is Mimi."]
+        assert [item["text"] for item in listed["items"]] == ["Ada's dog is Rex."]
     with service.open() as memory, tenant.use("t-imp"):
         assert memory.person("bob").list().items == []
+    # The import is audited as the person's call, not the app's.
+    events = [json.loads(line) for line in (service.root / "audit.jsonl").read_text()
+              .splitlines() if line.strip()]
+    imports = [e for e in events if e["operation"] == "import" and e["tenant"] == "t-imp"
+               and e["outcome"] == "ok"]
+    assert imports and {e["actor"] for e in imports} == {"person"}
+    assert moved in imports[-1]["memory_ids"]
 
 
 def test_admin_grants_kill_switch_and_limits(service: Service) -> None:
