@@ -4,7 +4,8 @@ Not a test. Issue 18's measure of the public bulk write (issue 19 sets its targe
 in docs/benchmarks.md. For each store (``local:``, SQLite, PostgreSQL 16 from pgserver), one
 person's memories written through the public API with the default embedder, in one process:
 
-- ``remember`` in a loop (what a migration did before), on the first ``LOOP`` texts;
+- ``remember`` in a loop (what a migration did before), formation off and on, on ``LOOP``
+  texts each;
 - ``remember_many`` with formation off (the migration path) and with formation on (each
   text compared with what is held), in batches of 500;
 - the plaintext baseline a user would otherwise load: ``executemany`` of the same texts into
@@ -70,11 +71,13 @@ def _plain(folder: Path, texts: list[str]) -> float:
 def _run(url: str, keys: Path, size: int) -> dict[str, float]:
     rates: dict[str, float] = {}
     with Memory.open(url, keys=keys, app="bench") as memory, tenant.use("bench"):
-        loop = memory.acting_for("loop", agent="bench")
-        started = time.perf_counter()
-        for text in _texts(LOOP):
-            loop.remember(text, formation=False)
-        rates["remember loop"] = _rate(LOOP, time.perf_counter() - started)
+        for name, person, formation in (("remember loop, formation off", "loop", False),
+                                        ("remember loop, formation on", "loop-on", True)):
+            loop = memory.acting_for(person, agent="bench")
+            started = time.perf_counter()
+            for text in _texts(LOOP):
+                loop.remember(text, formation=formation)
+            rates[name] = _rate(LOOP, time.perf_counter() - started)
         for name, person, formation in (("remember_many, formation off", "bob", False),
                                         ("remember_many, formation on", "cy", True)):
             handle = memory.acting_for(person, agent="bench")
@@ -94,9 +97,9 @@ def main(argv: list[str]) -> int:
     print(f"machine: {json.dumps(describe())}")
     print(f"load average before: {load_average()}")
     print(f"{size:,} memories per bulk row, batches of {BATCH}; the loop: {LOOP} memories\n")
-    print("| store | remember loop | remember_many, formation off | remember_many, formation "
-          "on | off ÷ loop | plaintext FTS5 ÷ off |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| store | formation | remember loop | remember_many | ÷ loop | plaintext FTS5 ÷ "
+          "remember_many |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     with postgres() as pg:
         pg_name, new_database = pg
         for name in [pg_name if one == "PostgreSQL" else one for one in stores]:
@@ -109,13 +112,14 @@ def main(argv: list[str]) -> int:
                     url = new_database()  # type: ignore[operator]
                 rates = _run(url, folder / "keys", size)
                 plain = _plain(folder, _texts(size))
-                off = rates["remember_many, formation off"]
-                print(
-                    f"| {name} | {rates['remember loop']:,.0f}/s | {off:,.0f}/s"
-                    f" | {rates['remember_many, formation on']:,.0f}/s"
-                    f" | {off / rates['remember loop']:.1f}x | {plain / off:.0f}x |",
-                    flush=True,
-                )
+                for formation in ("off", "on"):
+                    loop = rates[f"remember loop, formation {formation}"]
+                    bulk = rates[f"remember_many, formation {formation}"]
+                    print(
+                        f"| {name} | {formation} | {loop:,.0f}/s | {bulk:,.0f}/s"
+                        f" | {bulk / loop:.1f}x | {plain / bulk:.0f}x |",
+                        flush=True,
+                    )
     print(f"\nload average after: {load_average()}")
     return 0
 

@@ -89,7 +89,7 @@ repository declares in `.pre-commit-hooks.yaml` checks the staged Python files:
 # .pre-commit-config.yaml
 repos:
   - repo: https://github.com/mainsdk/mainsdk-memory
-    rev: v0.1.0  # a release tag
+    rev: v0.1.0  # the release you pin: its tag, or a commit sha
     hooks:
       - id: memory-check
 ```

@@ -42,6 +42,7 @@ from mainsdk_memory._integrity import anchor_new_many, unanchor
 from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory._records import Formation, MemoryRecord
 from mainsdk_memory._sealing import Place, embedding_index, seal, seal_vector, to_record
+from mainsdk_memory._signals import count_uses
 from mainsdk_memory._walls import check_write, record_clean_verdict
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 
@@ -54,7 +55,10 @@ if TYPE_CHECKING:
     from mainsdk_memory._forming import Held
     from mainsdk_memory._scoped import _Handle, _New
 
-__all__ = ["DEFAULT_BATCH", "DEFERRING", "ITEM_FIELDS", "MAX_BATCH", "Deferred", "remember_many"]
+__all__ = [
+    "DEFAULT_BATCH", "DEFERRING", "ITEM_FIELDS", "MAX_BATCH", "Deferred", "Deferring",
+    "remember_many",
+]
 
 DEFAULT_BATCH = 500
 """Items written in one step unless ``batch=`` says otherwise."""
@@ -95,13 +99,23 @@ class _Batch:
     new: list[tuple[int, _Pending]]  # the new memories, in item order
     revisions: list[int]
     twins: dict[int, int]  # position -> the earlier position it repeats
+    uses: list[tuple[MemoryRecord, str]]  # duplicates of held memories: a use each, once stored
 
 
-DEFERRING: contextvars.ContextVar[_Handle | None] = contextvars.ContextVar(
+@dataclass(slots=True)
+class Deferring:
+    """A bulk write deciding ``handle``'s writes in this thread: where the handle would
+    write, it raises :class:`Deferred` instead, and the uses its duplicates count are kept
+    in ``uses`` until the batch is stored."""
+
+    handle: _Handle
+    uses: list[tuple[MemoryRecord, str]]
+
+
+DEFERRING: contextvars.ContextVar[Deferring | None] = contextvars.ContextVar(
     "mainsdk_memory_deferring", default=None
 )
-"""The handle whose writes a bulk write (:mod:`._bulk`) is deciding in this thread: where it
-would write, it raises :class:`Deferred` instead."""
+"""The bulk write deciding in this thread, if any."""
 
 
 class Deferred(Exception):
@@ -227,6 +241,8 @@ def _write_batch(
         decided = _decide(handle, prepared, start, note, outcomes)
         stored = _store_new(handle, decided, start)
         _revise(handle, prepared, decided, stored, start, note, outcomes)
+    if decided.uses:  # each repeat of a held memory counts as one use, as remember counts it
+        count_uses(caller, decided.uses, now=services.now())
     for position, deferred in decided.new:
         if deferred.decision is not None:
             record = decided.records[position]
@@ -237,7 +253,7 @@ def _write_batch(
                 # Every memory of the batch is stored; a link that failed is derived data
                 # the next write or a consolidation rebuilds.
                 raise BatchError(index=start + position, stored=start + len(chunk),
-                                 error=exc) from exc
+                                 error=exc, reason="links") from exc
     for position, twin in decided.twins.items():
         held = decided.records[twin]
         formed = Formation(outcome="duplicate", target=held.id, reason="same-text-in-batch")
@@ -253,21 +269,26 @@ def _decide(
     handle: _Handle, prepared: list[_Item], start: int, note: AuditNote, outcomes: Counter[str]
 ) -> _Batch:
     """Step 2: formation decides each item; where it would write, the write is collected."""
-    decided = _Batch(records={}, new=[], revisions=[], twins={})
+    decided = _Batch(records={}, new=[], revisions=[], twins={}, uses=[])
+    deferring = Deferring(handle, decided.uses)
     seen_texts: dict[tuple[object, ...], int] = {}
     seen_texts_only: set[tuple[str, str]] = set()
-    seen_keys: set[tuple[str, str]] = set()
+    seen_keys: set[tuple[str, str, str | None]] = set()
     for position, one in enumerate(prepared):
         contents = one.new.contents
         if not one.formation and contents.key is None:
             decided.new.append((position, _Pending(one.new, None, None, None)))
             outcomes["none"] += 1
             continue
-        if contents.key is not None:
-            if (one.new.subject, contents.key) in seen_keys:
-                decided.revisions.append(position)  # after the first one is stored
+        fact = contents.key_term()
+        if contents.key is not None or fact is not None:
+            # A caller key, or a typed fact's key: one memory each, so a repeat within the
+            # batch is decided after the first one is stored.
+            key = ("key", contents.key) if contents.key is not None else ("fact", fact)
+            if (one.new.subject, *key) in seen_keys:
+                decided.revisions.append(position)
                 continue
-            seen_keys.add((one.new.subject, contents.key))
+            seen_keys.add((one.new.subject, *key))
         else:
             same = _sameness(one)
             if same in seen_texts:  # the very same memory again: the earlier one's duplicate
@@ -281,7 +302,7 @@ def _decide(
             seen_texts[same] = position
             seen_texts_only.add((one.new.subject, contents.text))
         scratch = AuditNote(note.person, ())
-        token = DEFERRING.set(handle)
+        token = DEFERRING.set(deferring)
         try:
             record = handle._formed(one.new, one.data, scratch, one.explicit_start)
         except Deferred as deferred:
@@ -356,7 +377,7 @@ def _store_new(handle: _Handle, decided: _Batch, start: int) -> dict[int, Stored
         for memory_id in salts:
             with contextlib.suppress(MemorySDKError):
                 unanchor(caller, memory_id)
-        raise BatchError(index=start, stored=start, error=exc, batch=True) from exc
+        raise BatchError(index=start, stored=start, error=exc, reason="batch") from exc
     except BaseException:
         for memory_id in salts:
             with contextlib.suppress(MemorySDKError):
@@ -437,7 +458,7 @@ def _revise(
         except MemorySDKError as exc:
             undone = _undo_after(handle, decided, stored, position)
             raise BatchError(index=start + position, stored=start + position, error=exc,
-                             undone=undone) from exc
+                             reason="item" if undone else "undo") from exc
         decided.records[position] = record
         outcome = record.formation.outcome if record.formation is not None else "none"
         outcomes[outcome] += 1

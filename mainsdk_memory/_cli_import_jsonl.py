@@ -20,7 +20,10 @@ from mainsdk_memory._memory import Memory
 from mainsdk_memory._progress import bar
 from mainsdk_memory._records import Source
 
-__all__ = ["add_import_jsonl_command", "item_of_line"]
+__all__ = ["MAX_LINE_CHARS", "add_import_jsonl_command", "item_of_line"]
+
+MAX_LINE_CHARS = 4 * 1024 * 1024
+"""A longer line is refused unread."""
 
 LINE_FIELDS = ITEM_FIELDS - {"data"}
 """What a line may hold: an item of ``remember_many`` but typed ``data`` (a pydantic model a
@@ -31,9 +34,14 @@ JSON line cannot name); ``valid_from`` is an ISO 8601 time with its offset, ``so
 def item_of_line(number: int, line: str) -> dict[str, Any]:
     """The ``remember_many`` item of one JSON line (``number`` counts from 1), or
     :class:`InvalidInputError` naming the line, never its content."""
+    if len(line) > MAX_LINE_CHARS:
+        raise InvalidInputError(
+            f"Line {number} is longer than {MAX_LINE_CHARS:,} characters (a text and at most "
+            "1 MiB of metadata); nothing was stored."
+        )
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise InvalidInputError(f"Line {number} is not JSON; nothing of its batch was stored."
                                 ) from None
     if not isinstance(value, dict):
@@ -93,10 +101,15 @@ def _run(args: argparse.Namespace) -> int:
             )
         except BatchError as error:
             line = lines[error.index][0]
+            what = "line" if error.reason == "item" else "the batch from line"
+            print(f"memory import-jsonl: stopped at {what} {line}: {error.error}",
+                  file=sys.stderr)
+            if error.stored >= len(lines):
+                print("  every line is stored (their links may be incomplete)", file=sys.stderr)
+                return 1
             first_unstored = lines[error.stored][0]
-            print(f"memory import-jsonl: stopped at line {line}: {error.error}", file=sys.stderr)
             print(f"  every line before line {first_unstored} is stored, nothing after it; "
-                  f"fix line {line} and resume with --skip {first_unstored - 1}",
+                  f"once the cause is fixed, resume with --skip {first_unstored - 1}",
                   file=sys.stderr)
             return 1
         for record in records:

@@ -39,6 +39,8 @@ a query or a search term: only ids, names of parameters and what to do next.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from mainsdk_memory._urls import docs_url
 
 __all__ = [
@@ -446,23 +448,29 @@ class BatchError(MemorySDKError):
     default_message = "A bulk write stopped; see the cause."
 
     def __init__(
-        self, *, index: int, stored: int, error: MemorySDKError, batch: bool = False,
-        undone: bool = True,
+        self,
+        *,
+        index: int,
+        stored: int,
+        error: MemorySDKError,
+        reason: Literal["item", "batch", "links", "undo"] = "item",
     ) -> None:
         self.index = index
         self.stored = stored
         self.error = error
-        what = f"The batch from item {index}" if batch else f"Item {index}"
-        then = "once the cause is fixed" if batch else f"once item {index} is fixed or dropped"
-        message = (
-            f"{what} was refused ({error.code}: {error.message}); items[:{stored}] are "
-            f"stored and nothing after them. Call again with items[{stored}:] {then}."
-        )
-        if not undone:
-            message = (
-                f"{what} was refused ({error.code}: {error.message}), and the store failed "
-                f"again while erasing the batch's later memories: items[:{stored}] are "
-                "stored, and some after them may be. List the person's memories before "
-                "calling again."
-            )
+        self.reason = reason
+        cause = f"({error.code}: {error.message})"
+        held = f"items[:{stored}] are stored and nothing after them"
+        message = {
+            "item": f"Item {index} was refused {cause}; {held}. Call again with "
+                    f"items[{stored}:] once item {index} is fixed or dropped.",
+            "batch": f"The batch from item {index} was refused {cause}; {held}. Call again "
+                     f"with items[{stored}:] once the cause is fixed.",
+            "links": f"The links of item {index} (to the memory formation compared it with, "
+                     f"to the entities it names) were not stored {cause}; {held}: the "
+                     f"memories are held. Call again with items[{stored}:].",
+            "undo": f"Item {index} was refused {cause}, and the store failed again while "
+                    f"erasing the batch's later memories: items[:{stored}] are stored, and "
+                    "some after them may be. List the person's memories before calling again.",
+        }[reason]
         super().__init__(message)

@@ -100,9 +100,13 @@ def fact_key(data: BaseModel) -> tuple[str, ...] | None:
     return declared
 
 
-def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | None:
+def keyed(
+    caller: Caller, subject: str, term: str, data: BaseModel,
+    leave_out: frozenset[str] = frozenset(),
+) -> Held | None:
     """The current memory of ``subject`` holding the fact key ``term``, if the writer may
-    see one (its opened data must name the same key: a hash collision is no match)."""
+    see one (its opened data must name the same key: a hash collision is no match), and it
+    is not one of ``leave_out``."""
     store = caller.services.store
     if not store.capabilities.text_search:
         return None
@@ -115,6 +119,8 @@ def keyed(caller: Caller, subject: str, term: str, data: BaseModel) -> Held | No
     names = fact_key(data) or ()
     for held in _opened(caller, [row for row, _ in found], {}):
         record = held.record
+        if record.id in leave_out:
+            continue
         stored = sealed_data(record.data)
         same_type = isinstance(record.data, BaseModel) and type(record.data) is type(data)
         if same_type and isinstance(stored, dict) and all(

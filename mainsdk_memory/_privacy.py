@@ -28,7 +28,7 @@ from mainsdk_memory._importing import (
     imports_prefix,
     sign_export,
 )
-from mainsdk_memory._progress import Progress, checked
+from mainsdk_memory._progress import Held, Progress, checked
 from mainsdk_memory._records import MemoryRecord, Source
 from mainsdk_memory._relations import relation_store
 from mainsdk_memory._scoped import ScopedMemory
@@ -123,7 +123,9 @@ class Privacy:
 
         ``progress(done, total)`` is called after each memory erased: ``total`` is counted
         before the erase starts (it grows if a write lands meanwhile) and the last call has
-        ``done == total == len(receipt.memory_ids)``.
+        ``done == total == len(receipt.memory_ids)``. If the callback raises, it is not
+        called again and the erase runs to its end — keys destroyed, receipt issued and kept
+        in :meth:`receipts` — before its exception is raised.
         """
         progress = checked(progress)
         tenant_id, person = self._person(person_id)
@@ -141,6 +143,7 @@ class Privacy:
             modes = {"hard"}
             total = self._to_erase(tenant_id, pseudonyms) if progress is not None else 0
             shown = (-1, -1)
+            told = Held(progress)  # an exception of the callback waits for the receipt
 
             def report(*, last: bool = False) -> None:
                 nonlocal total, shown
@@ -148,7 +151,7 @@ class Privacy:
                 total = done if last else max(total, done)
                 if progress is not None and shown != (done, total):
                     shown = (done, total)
-                    progress(done, total)
+                    told(done, total)
 
             def erase_rows() -> None:
                 for pseudonym in pseudonyms:
@@ -205,7 +208,7 @@ class Privacy:
             report(last=True)
             note.memory_ids.extend(memory_ids)
             note.count = len(memory_ids)
-            return services.issue_receipt(
+            receipt = services.issue_receipt(
                 tenant_id,
                 {
                     "op": "erase",
@@ -222,6 +225,8 @@ class Privacy:
                     "copies": "unopenable",
                 },
             )
+        told.raise_pending()  # the receipt is in the receipts log (privacy.receipts())
+        return receipt
 
     # -- export ---------------------------------------------------------------------------
 

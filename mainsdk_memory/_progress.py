@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from mainsdk_memory._errors import InvalidInputError
 
-__all__ = ["Progress", "bar", "checked"]
+__all__ = ["Held", "Progress", "bar", "checked"]
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: how many steps are done of how many."""
@@ -46,3 +46,26 @@ def bar(description: str, *, unit: str = "memories") -> Iterator[Progress]:
             shown.update(done - shown.n)
 
         yield update
+
+
+class Held:
+    """A progress callback whose exception waits until the operation is done (an erase must
+    reach its receipt): the first exception it raises stops it being called, and
+    :meth:`raise_pending` raises it afterwards."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self._progress = progress
+        self._error: Exception | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is None or self._error is not None:
+            return
+        try:
+            self._progress(done, total)
+        except Exception as exc:
+            self._error = exc
+
+    def raise_pending(self) -> None:
+        """Raise what the callback raised, if it did."""
+        if self._error is not None:
+            raise self._error

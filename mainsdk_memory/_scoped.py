@@ -602,7 +602,7 @@ class _Handle:
         helds: builtins.list[Held]
         key_term = contents.key_term()
         if key_term is not None and data is not None:
-            keyed_held = keyed(caller, new.subject, key_term, data)
+            keyed_held = keyed(caller, new.subject, key_term, data, leave_out)
             if keyed_held is not None:
                 same = keyed_held.record.data == data and keyed_held.record.text == contents.text
                 outcome: FormationOutcome = "duplicate" if same else "supersession"
@@ -686,7 +686,11 @@ class _Handle:
         note.memory_ids.append(held.record.id)
         note.extra.append(("formation", "duplicate"))
         if reinforce:  # the repeat counts as one use, as a recall that returned it would
-            count_uses(caller, [(held.record, held.row.subject)], now=self._services.now())
+            deferring = DEFERRING.get()
+            if deferring is not None and deferring.handle is self:
+                deferring.uses.append((held.record, held.row.subject))  # once it is stored
+            else:
+                count_uses(caller, [(held.record, held.row.subject)], now=self._services.now())
         formed = Formation(outcome="duplicate", target=held.record.id, reason=decision.reason)
         return held.record.model_copy(update={"formation": formed})
 
@@ -709,7 +713,7 @@ class _Handle:
             note.extra.append(("formation", decision.outcome))
             if decision.target is not None:
                 note.memory_ids.append(decision.target)
-        if DEFERRING.get() is self:
+        if _deferring(self):
             raise Deferred(dataclasses.replace(new, contents=contents), decision, held, vector)
         place = first_place(
             caller,
@@ -850,7 +854,7 @@ class _Handle:
         one; the key stays, and so does the metadata unless ``metadata`` replaces it.
         ``expected`` is the version formation decided against: if another version landed
         since, :class:`MemoryConflictError` (formation decides again)."""
-        if DEFERRING.get() is self:
+        if _deferring(self):
             raise Deferred(None, None, None, None)
         caller, services = self._caller, self._services
         rows, current = self._current_row(memory_id)
@@ -1748,3 +1752,9 @@ def _decode_cursor(cursor: object) -> tuple[datetime, str]:
             "The cursor is not one that list() returned; pass next_cursor back unchanged."
         ) from None
     return when, memory_id
+
+
+def _deferring(handle: _Handle) -> bool:
+    """Whether a bulk write is deciding ``handle``'s writes in this thread (:mod:`._bulk`)."""
+    deferring = DEFERRING.get()
+    return deferring is not None and deferring.handle is handle

@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from _person_records import driver_bytes
 from conftest import MemorySink
+from pydantic import BaseModel
 
 from mainsdk_memory import (
     AgentDisabledError,
@@ -413,3 +414,42 @@ def test_a_revision_failing_leaves_exactly_the_items_before_it(
         texts = sorted(bot.get(memory_id).text for memory_id in _held(bot))
         assert texts == ["Ada's cat is Tom.", "Ada's dog is Rex."]
         assert bot.get(key="pet/cat").id == held.id
+
+
+class _Residence(BaseModel):
+    fact_key: ClassVar[tuple[str, ...]] = ("person", "attribute")
+    person: str
+    attribute: str
+    city: str
+
+
+def test_a_typed_fact_repeated_in_a_batch_is_one_memory(memory: Memory) -> None:
+    with tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        first, second = bot.remember_many([
+            {"text": "Ada lives in Paris.",
+             "data": _Residence(person="ada", attribute="home", city="Paris")},
+            {"text": "Ada lives in Rome.",
+             "data": _Residence(person="ada", attribute="home", city="Rome")},
+        ])
+        assert (second.id, second.version) == (first.id, 2)
+        assert second.formation is not None and second.formation.outcome == "supersession"
+        assert [bot.get(i).text for i in _held(bot)] == ["Ada lives in Rome."]
+
+
+def _uses(memory: Memory) -> dict[str, int]:
+    return {entry["id"]: entry["uses"] for entry in memory.privacy.export("ada")["signals"]}
+
+
+def test_a_refused_batch_counts_no_use_of_the_memories_it_repeats(memory: Memory) -> None:
+    with tenant.use("acme"):
+        memory.set_limits("bot", AgentLimits(memories_per_person=2))
+        bot = memory.acting_for("ada", agent="bot")
+        tea = bot.remember("Ada drinks green tea every morning.")
+        repeat = {"text": "Ada drinks green tea every morning."}
+        with pytest.raises(BatchError) as raised:
+            bot.remember_many([repeat, *_texts(2)])  # two new memories pass the cap of 2
+        assert raised.value.reason == "batch" and raised.value.stored == 0
+        assert _uses(memory).get(tea.id, 0) == 0
+        (again,) = bot.remember_many([repeat])
+        assert again.id == tea.id and _uses(memory)[tea.id] == 1

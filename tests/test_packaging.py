@@ -233,10 +233,11 @@ def test_the_metadata_names_the_project_and_its_classifiers_exist() -> None:
         "License :: OSI Approved :: Apache Software License",
         "Topic :: Security :: Cryptography",
         "Programming Language :: Python :: 3.11",
-        "Programming Language :: Python :: 3.12",
-        "Programming Language :: Python :: 3.13",
     ):
         assert wanted in classifiers
+    # only the Python versions CI runs (.ci/run: this machine's 3.11) are claimed
+    assert not [c for c in classifiers if c.startswith("Programming Language :: Python :: 3.1")
+                and not c.endswith("3.11")]
     assert any(c.startswith("Development Status :: ") for c in classifiers)
     assert any(c.startswith("Operating System :: ") for c in classifiers)
     assert (REPO / "mainsdk_memory" / "py.typed").is_file()

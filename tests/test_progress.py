@@ -292,3 +292,25 @@ def test_the_cli_draws_a_bar_only_on_a_terminal(
             assert "%|" not in err, name
     if not terminal:
         assert json.loads((tmp_path / "export.json").read_text())["person"] == "ada"
+
+
+def test_an_erase_whose_callback_raises_still_reaches_its_receipt(tmp_path: Path) -> None:
+    """The callback's exception waits: every memory erased is in the receipt, the keys are
+    gone, and the receipt is in the log."""
+    KeyStore.create(tmp_path / "keys")
+    with Memory.open(f"local:{tmp_path / 'store'}", keys=tmp_path / "keys",
+                     app="app") as memory, tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        ids = {bot.remember(f"Ada's order {i} shipped to dock {i * 7}.",
+                            formation=False).id for i in range(5)}
+
+        def stop(done: int, total: int) -> None:
+            if done == 2:
+                raise RuntimeError("the user's callback")
+
+        with pytest.raises(RuntimeError, match="the user's callback"):
+            memory.privacy.erase("ada", progress=stop)
+        (receipt,) = memory.privacy.receipts()
+        assert set(receipt.claims["memory_ids"]) == ids
+        assert receipt.claims["key"] == "destroyed"
+        assert memory.person("ada").list().items == []
