@@ -238,18 +238,12 @@ def verify_export(document: object, public_key: object) -> dict[str, Any]:
     if not isinstance(token, str) or token.count(".") != 2:
         raise ExportError("The export carries no signature; nothing was imported.")
     try:
-        header = jwt.get_unverified_header(token)
-        if header.get("typ") != EXPORT_TYPE or header.get("alg") != "EdDSA":
-            raise ExportError("The export's signature is not an export signature.")
-        key = _receipts.public_key_for(public_key, header.get("kid"))
-        claims: dict[str, Any] = jwt.decode(
-            token,
-            key,
-            algorithms=["EdDSA"],
-            issuer=_receipts.ISSUER,
-            options={"require": list(_CLAIMS), "verify_iat": False},
+        claims = _receipts.signed_claims(
+            token, public_key, typ=EXPORT_TYPE, require=_CLAIMS, verify_iat=False
         )
-    except (jwt.PyJWTError, ReceiptError) as exc:
+    except _receipts.NotThisType as exc:
+        raise ExportError("The export's signature is not an export signature.") from exc
+    except ReceiptError as exc:
         raise ExportError(
             "The export's signature does not verify against the public key given (signed "
             "by another key store, or changed); nothing was imported. Give the public key of "

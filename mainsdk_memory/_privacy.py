@@ -470,18 +470,12 @@ def _verify_bundle(bundle: object, public_key: object) -> dict[str, Any]:
     if not isinstance(bundle, str) or bundle.count(".") != 2:
         raise BundleError("This is not a procedures bundle (a compact JWS).")
     try:
-        header = jwt.get_unverified_header(bundle)
-        if header.get("typ") != BUNDLE_TYPE or header.get("alg") != "EdDSA":
-            raise BundleError("This token is not a procedures bundle.")
-        key = _receipts.public_key_for(public_key, header.get("kid"))
-        claims: dict[str, Any] = jwt.decode(
-            bundle,
-            key,
-            algorithms=["EdDSA"],
-            issuer=_receipts.ISSUER,
-            options={"require": ["iss", "jti", "iat", "tenant", "items"]},
+        claims = _receipts.signed_claims(
+            bundle, public_key, typ=BUNDLE_TYPE, require=("iss", "jti", "iat", "tenant", "items")
         )
-    except (jwt.PyJWTError, ReceiptError) as exc:
+    except _receipts.NotThisType as exc:
+        raise BundleError("This token is not a procedures bundle.") from exc
+    except ReceiptError as exc:
         raise BundleError(
             "The bundle's signature or claims do not verify; nothing was imported."
         ) from exc

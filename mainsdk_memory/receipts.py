@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -141,6 +141,39 @@ def public_key_for(key: object, kid: str | None) -> Ed25519PublicKey:
             "current key set (memory keys export-public --jwks)."
         )
     raise ReceiptError("Give the public key as PEM, a JWK Set, or an Ed25519PublicKey.")
+
+
+class NotThisType(ReceiptError):
+    """A signed token whose header names another type or algorithm than the one expected."""
+
+
+def signed_claims(
+    token: str,
+    public_key: object,
+    *,
+    typ: str,
+    require: Sequence[str],
+    verify_iat: bool = True,
+) -> dict[str, Any]:
+    """The claims of ``token``, an EdDSA compact JWS of type ``typ`` signed with the project
+    key (``public_key`` in any form :func:`public_key_for` takes), issued by :data:`ISSUER`
+    and holding every claim of ``require`` (the signed documents of :mod:`._privacy` and
+    :mod:`._importing`); :class:`NotThisType` for another type, :class:`ReceiptError` for
+    anything else that does not verify. The caller words its own error."""
+    try:
+        header = jwt.get_unverified_header(token)
+        if header.get("typ") != typ or header.get("alg") != "EdDSA":
+            raise NotThisType
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            public_key_for(public_key, header.get("kid")),
+            algorithms=["EdDSA"],
+            issuer=ISSUER,
+            options={"require": list(require), "verify_iat": verify_iat},
+        )
+    except jwt.PyJWTError as exc:
+        raise ReceiptError from exc
+    return claims
 
 
 def verify(token: str, public_key: object) -> Receipt:
