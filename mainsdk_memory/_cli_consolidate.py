@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._cli_reindex import _people, _recording
 from mainsdk_memory._consolidation import ConsolidationReport
 from mainsdk_memory._errors import InvalidInputError
@@ -74,9 +75,7 @@ def add_consolidate_command(commands: Any) -> None:
         "consolidate",
         help="merge near-duplicates and promote repeated evidence into insights (resumable)",
     )
-    parser.add_argument("--store", required=True, help="the memory store URL (local:PATH, …)")
-    parser.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    parser.add_argument("--app", required=True, help="the app whose memory this is")
+    store_arguments(parser)
     parser.add_argument("--tenant", required=True, action="append",
                         help="a tenant id (repeatable: each is consolidated in turn)")
     parser.add_argument("--person", action="append",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._errors import ExportError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._progress import bar
@@ -58,9 +59,7 @@ def add_import_command(commands: Any) -> None:
     command = commands.add_parser(
         "import", help="import a person's signed export (memory export) into this store"
     )
-    command.add_argument("--store", required=True, help="the memory store URL (local:PATH, …)")
-    command.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    command.add_argument("--app", required=True, help="the app to import into")
+    store_arguments(command)
     command.add_argument("--tenant", required=True, help="the tenant id (the export's)")
     command.add_argument("--from", dest="source", required=True, type=Path,
                          help="the export file (JSON, from memory export --out)")

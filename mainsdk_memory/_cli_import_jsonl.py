@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from mainsdk_memory import tenant
 from mainsdk_memory._bulk import DEFAULT_BATCH, ITEM_FIELDS, MAX_BATCH
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._errors import BatchError, InvalidInputError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._progress import bar
@@ -125,9 +126,7 @@ def add_import_jsonl_command(commands: Any) -> None:
         "import-jsonl",
         help="remember one memory per JSON line (a migration), in batches, with progress",
     )
-    command.add_argument("--store", required=True, help="the memory store URL (local:PATH, …)")
-    command.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    command.add_argument("--app", required=True, help="the app whose memory this is")
+    store_arguments(command)
     command.add_argument("--tenant", required=True, help="the tenant id")
     command.add_argument("--person", required=True, help="the person the memories are about")
     who = command.add_mutually_exclusive_group(required=True)

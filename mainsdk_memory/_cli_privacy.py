@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._files import write_private
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._progress import bar
@@ -21,9 +22,7 @@ __all__ = ["add_privacy_commands"]
 
 
 def _store_arguments(parser: argparse.ArgumentParser, *, person: bool) -> None:
-    parser.add_argument("--store", required=True, help="the memory store URL (local:PATH, …)")
-    parser.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    parser.add_argument("--app", required=True, help="the app whose memory this is")
+    store_arguments(parser)
     parser.add_argument("--tenant", required=True, help="the tenant id")
     if person:
         parser.add_argument("--person", required=True, help="the person id")

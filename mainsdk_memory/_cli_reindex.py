@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mainsdk_memory import tenant
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._errors import InvalidInputError
 from mainsdk_memory._memory import Memory
 from mainsdk_memory._progress import Progress, bar
@@ -81,9 +82,7 @@ def add_reindex_command(commands: Any) -> None:
     parser = commands.add_parser(
         "reindex", help="give stored memories this embedder's vectors (resumable)"
     )
-    parser.add_argument("--store", required=True, help="the memory store URL (local:PATH, …)")
-    parser.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    parser.add_argument("--app", required=True, help="the app whose memory this is")
+    store_arguments(parser)
     parser.add_argument("--tenant", required=True, action="append",
                         help="a tenant id (repeatable: each is reindexed in turn)")
     parser.add_argument("--embedder", choices=("static", "minilm", "hashing"), default="static",

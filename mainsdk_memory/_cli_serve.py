@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mainsdk_memory._cli_common import store_arguments
 from mainsdk_memory._errors import ConfigurationError, MemorySDKError
 from mainsdk_memory._records import AgentLimits
 from mainsdk_memory.mcp_server import EMBEDDERS, _token_settings, add_token_arguments
@@ -26,9 +27,7 @@ _DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``memory serve`` to ``parser``."""
-    parser.add_argument("--store", required=True, help="the memory store URL, e.g. local:PATH")
-    parser.add_argument("--keys", required=True, type=Path, help="the key store folder")
-    parser.add_argument("--app", required=True, help="the app name")
+    store_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1", help="the address (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=_DEFAULT_PORT,
                         help=f"the port (default: {_DEFAULT_PORT})")
