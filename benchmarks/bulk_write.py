@@ -4,8 +4,8 @@ Not a test. Issue 18's measure of the public bulk write (issue 19 sets its targe
 in docs/benchmarks.md. For each store (``local:``, SQLite, PostgreSQL 16 from pgserver), one
 person's memories written through the public API with the default embedder, in one process:
 
-- ``remember`` in a loop (what a migration did before), formation off and on, on ``LOOP``
-  texts each;
+- ``remember`` in a loop (what a migration did before), formation off and on, on the same
+  number of texts (formation's cost grows with what the person holds);
 - ``remember_many`` with formation off (the migration path) and with formation on (each
   text compared with what is held), in batches of 500;
 - the plaintext baseline a user would otherwise load: ``executemany`` of the same texts into
@@ -37,7 +37,6 @@ from mainsdk_memory.keys import KeyStore
 
 __all__ = ["main"]
 
-LOOP = 300
 BATCH = 500
 _PLACES = ["Lisbon", "Porto", "Faro", "Braga", "Sines", "Évora", "Coimbra", "Aveiro"]
 _THINGS = ["order", "parcel", "invoice", "ticket", "booking", "refund", "visit", "call"]
@@ -69,15 +68,17 @@ def _plain(folder: Path, texts: list[str]) -> float:
 
 
 def _run(url: str, keys: Path, size: int) -> dict[str, float]:
+    """Memories per second of each way of writing ``size`` memories of a person, each way
+    into a person of its own."""
     rates: dict[str, float] = {}
     with Memory.open(url, keys=keys, app="bench") as memory, tenant.use("bench"):
         for name, person, formation in (("remember loop, formation off", "loop", False),
                                         ("remember loop, formation on", "loop-on", True)):
             loop = memory.acting_for(person, agent="bench")
             started = time.perf_counter()
-            for text in _texts(LOOP):
+            for text in _texts(size):
                 loop.remember(text, formation=formation)
-            rates[name] = _rate(LOOP, time.perf_counter() - started)
+            rates[name] = _rate(size, time.perf_counter() - started)
         for name, person, formation in (("remember_many, formation off", "bob", False),
                                         ("remember_many, formation on", "cy", True)):
             handle = memory.acting_for(person, agent="bench")
@@ -96,7 +97,8 @@ def main(argv: list[str]) -> int:
     size = int(argv[0]) if argv else 5_000
     print(f"machine: {json.dumps(describe())}")
     print(f"load average before: {load_average()}")
-    print(f"{size:,} memories per bulk row, batches of {BATCH}; the loop: {LOOP} memories\n")
+    print(f"{size:,} memories per row (each way into a person of its own), batches of "
+          f"{BATCH}\n")
     print("| store | formation | remember loop | remember_many | ÷ loop | plaintext FTS5 ÷ "
           "remember_many |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")

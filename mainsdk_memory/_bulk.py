@@ -459,6 +459,9 @@ def _revise(
             undone = _undo_after(handle, decided, stored, position)
             raise BatchError(index=start + position, stored=start + position, error=exc,
                              reason="item" if undone else "undo") from exc
+        except BaseException:  # the embedder's own, an interrupt: the same undoing
+            _undo_after(handle, decided, stored, position)
+            raise
         decided.records[position] = record
         outcome = record.formation.outcome if record.formation is not None else "none"
         outcomes[outcome] += 1

@@ -402,7 +402,11 @@ class _Handle:
         If an item is refused, or the store fails, :class:`BatchError` says which item
         (``index``), with its typed error (``error``), and how many items from the start are
         stored (``stored``: exactly ``items[:stored]``); call again with ``items[stored:]``
-        once it is fixed. ``progress(done, total)`` is called after each batch. One audit
+        once it is fixed. ``progress(done, total)`` is called after each batch (``done`` is
+        how many items are stored). An exception that is not the SDK's (from the embedder the
+        Memory was opened with, or from ``progress``) goes on as it is, after the undoing a
+        :class:`BatchError` would have had: the store holds the items before the one it
+        interrupted (the last ``progress`` call says how many batches were whole). One audit
         event, with ids and formation counts only.
         """
         return remember_many(self, items, batch=batch, formation=formation, progress=progress)
