@@ -405,9 +405,10 @@ class _Handle:
         once it is fixed. ``progress(done, total)`` is called after each batch (``done`` is
         how many items are stored). An exception that is not the SDK's (from the embedder the
         Memory was opened with, or from ``progress``) goes on as it is, after the undoing a
-        :class:`BatchError` would have had: the store holds the items before the one it
-        interrupted (the last ``progress`` call says how many batches were whole). One audit
-        event, with ids and formation counts only.
+        :class:`BatchError` would have had: the store holds a prefix of the items — every
+        batch before the one it interrupted, and of that one at most the items before the
+        one it interrupted (list the person's memories to know which). One audit event, with
+        ids and formation counts only.
         """
         return remember_many(self, items, batch=batch, formation=formation, progress=progress)
 
