@@ -211,14 +211,10 @@ def _prepared(
         except MemorySDKError as exc:
             raise BatchError(index=start + position, stored=start, error=exc) from exc
         if cap is not None:
-            prepared[position] = _Item(
-                _replace_cap(one.new, cap), one.data, one.explicit_start, one.formation
+            prepared[position] = dataclasses.replace(
+                one, new=dataclasses.replace(one.new, cap=cap)
             )
     return prepared
-
-
-def _replace_cap(new: _New, cap: int) -> _New:
-    return dataclasses.replace(new, cap=cap)
 
 
 def _write_batch(

@@ -29,7 +29,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
 from mainsdk_memory import Memory, receipts, tenant
-from mainsdk_memory._privacy import Privacy
 from mainsdk_memory.keys import KeyStore
 
 ISSUER = "https://issuer.test"
@@ -537,8 +536,6 @@ def test_the_person_exports_and_erases_themself(service: Service) -> None:
         assert memory.person("ada").list().items == []
 
 
-@pytest.mark.skipif(not hasattr(Privacy, "import_export"),
-                    reason="memory.privacy.import_export is not written yet")
 def test_the_person_imports_their_own_export_and_no_one_elses(service: Service) -> None:
     issuer = service.issuer
     with service.client() as http:
