@@ -145,7 +145,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     ),
     Capability(
         "regions",
-        "The regions the driver can keep data in are well-formed names.",
+        "Regions are well-formed names; a RegionalDriver keeps each tenant's writes in its own.",
         declared=lambda caps: caps.regions != (),
         shown=lambda caps: repr(caps.regions),
     ),

@@ -29,10 +29,18 @@ def open_driver(url: str) -> Driver:
     """Create the driver registered for the URL's scheme.
 
     Drivers register in the entry-point group ``mainsdk_memory.drivers``, by scheme name.
+    ``regions:PATH`` names a residency file (:mod:`mainsdk_memory._residency`): a router over
+    one store per region, the tenant of each call choosing the region.
     """
     if not isinstance(url, str):
         raise ConfigurationError("A store URL is a string, for example 'local:./memories'.")
     scheme = scheme_of(url)
+    if scheme == "regions":  # a residency file: one router over a store per region
+        from mainsdk_memory._residency import residency_of
+
+        residency = residency_of(url)
+        assert residency is not None  # noqa: S101 - a regions: URL always names one
+        return residency.open_router()
     found = entry_points(group=GROUP).select(name=scheme)
     factory: Callable[[str], Driver] | None = None
     for entry in found:

@@ -48,6 +48,7 @@ from mainsdk_memory._errors import (
     NoTenantError,
     ReceiptError,
     RequestNotFound,
+    ResidencyError,
     ScopeError,
     SealError,
     StoreError,
@@ -76,6 +77,7 @@ from mainsdk_memory._records import (
     Trust,
 )
 from mainsdk_memory._reindex import ReindexReport
+from mainsdk_memory._residency import Region, Residency
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._signals import RankingSignals
 from mainsdk_memory._text import LANGUAGES
@@ -139,8 +141,11 @@ __all__ = [
     "RecallMode",
     "Receipt",
     "ReceiptError",
+    "Region",
     "ReindexReport",
     "RequestNotFound",
+    "Residency",
+    "ResidencyError",
     "Revision",
     "Scope",
     "ScopeError",

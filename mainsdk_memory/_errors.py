@@ -29,7 +29,8 @@ a query or a search term: only ids, names of parameters and what to do next.
     ├── KeyStoreError                 the key store is missing, damaged or unusable
     ├── ReceiptError                  a receipt did not verify
     ├── ConfigurationError            a bad URL, an unknown driver, a wrong option
-    │   └── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
+    │   ├── ErasePolicyError          MAIN-MEM-0020: a soft-erase driver for personal data
+    │   └── ResidencyError            the tenant is placed in no region of a regions: store
     ├── StoreError                    the storage failed underneath (I/O, database)
     │   └── DamagedMemoryError        one memory's stored form cannot be decoded
     ├── AuditError                    the call ran, but its audit event was not recorded
@@ -66,6 +67,7 @@ __all__ = [
     "NoTenantError",
     "ReceiptError",
     "RequestNotFound",
+    "ResidencyError",
     "ScopeError",
     "SealError",
     "StoreError",
@@ -473,4 +475,30 @@ class BatchError(MemorySDKError):
                     f"erasing the batch's later memories: items[:{stored}] are stored, and "
                     "some after them may be. List the person's memories before calling again.",
         }[reason]
+        super().__init__(message)
+
+
+class ResidencyError(ConfigurationError):
+    """The tenant is placed in no region of a ``regions:`` store, so the call was refused
+    before anything was read or written, in any region's store or key store.
+
+    ``tenant`` names the tenant (an id, never content). Place it: add ``<tenant> = "<region>"``
+    under ``[tenants]`` in the residency file (or return its region from the placement
+    function), then retry.
+    """
+
+    code = "MAIN-MEM-E150"
+    default_message = (
+        "This tenant is placed in no region, so nothing was read or written. Add it under "
+        "[tenants] in the residency file and retry."
+    )
+
+    def __init__(self, tenant: str | None = None, message: str | None = None) -> None:
+        self.tenant = tenant
+        if message is None and tenant is not None:
+            message = (
+                f"Tenant {tenant!r} is placed in no region of this store, so nothing was read "
+                f"or written. Add `\"{tenant}\" = \"<region>\"` under [tenants] in the residency "
+                "file (or return its region from the placement function) and retry."
+            )
         super().__init__(message)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Unpack
 
@@ -34,6 +33,7 @@ from mainsdk_memory._options import Options, Settings, resolve_embedder, settle
 from mainsdk_memory._privacy import Privacy
 from mainsdk_memory._records import AgentLimits, MemoryRecord
 from mainsdk_memory._reindex import ReindexReport
+from mainsdk_memory._residency import Residency, refuse_keys_inside, residency_of
 from mainsdk_memory._scoped import PersonMemory, ScopedMemory
 from mainsdk_memory._services import Services
 from mainsdk_memory._shared import confirm_shared
@@ -83,13 +83,17 @@ class Memory:
     @classmethod
     def open(
         cls,
-        url: str,
+        url: str | Residency,
         *,
         keys: str | os.PathLike[str],
         app: str,
         **options: Unpack[Options],
     ) -> Memory:
         """Open the store at ``url`` (``local:PATH``, …) sealed with the key store at ``keys``.
+
+        ``regions:PATH`` (or a :class:`~mainsdk_memory.Residency`) opens one store per region
+        and places each tenant in one (docs/scaling.md, "Residency"); ``keys`` is then the
+        key store of the regions that name none of their own.
 
         The key store is opened first, so a missing one fails before anything is created.
         The options (:class:`~mainsdk_memory.Options`, every one optional):
@@ -120,19 +124,15 @@ class Memory:
             raise ConfigurationError(
                 "keys is the path of the key store folder (memory keys init --keys PATH)."
             )
-        keystore = KeyStore.open(keys, allow_readable=settings.allow_readable_keys)
-        driver = _open_driver(url)
+        residency = residency_of(url)  # a regions: file is read and checked whole first
+        if residency is None:
+            keystore = KeyStore.open(keys, allow_readable=settings.allow_readable_keys)
+            driver = _open_driver(url)  # type: ignore[arg-type] # open_driver checks it is a str
+        else:  # a router over the regions' stores, and one over their key stores
+            readable = settings.allow_readable_keys
+            driver, keystore = residency.open(keys=keys, allow_readable=readable)
         try:
-            root = getattr(driver, "root", None)
-            if isinstance(root, Path):
-                key_path = Path(keys).resolve()
-                store_path = root.resolve()
-                if key_path.is_relative_to(store_path) or store_path.is_relative_to(key_path):
-                    raise ConfigurationError(
-                        "The key store must live outside the memory store (and the store "
-                        "outside the key store), so a copy or backup of the store never "
-                        "carries its keys."
-                    )
+            refuse_keys_inside(driver, keys)
             memory = cls.__new__(cls)
             memory._start(driver, keystore, settings)  # the options were checked once, above
             return memory

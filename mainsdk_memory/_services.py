@@ -24,6 +24,7 @@ from mainsdk_memory._control import ControlStore
 from mainsdk_memory._errors import InvalidInputError
 from mainsdk_memory._guard import GuardedStore
 from mainsdk_memory._options import DefaultEmbedder, Settings
+from mainsdk_memory._residency import region_keys
 from mainsdk_memory._signals import SignalBook
 from mainsdk_memory._vectors import VectorIndex
 from mainsdk_memory._walls import Verdicts
@@ -44,7 +45,7 @@ class Services:
         self.store = GuardedStore(driver)
         """The driver as the core reads it: every returned row is filtered again."""
         self.keys = keys
-        self.control = ControlStore(driver, keys, settings.app)
+        self.control = ControlStore(driver, keys, settings.app, self.store)
         self.agents = AgentControl(self.control, settings.limits, self.now, self._count_write)
         self.audit = Auditor(settings.audit, settings.app, self.now)
         self.verdicts = Verdicts()
@@ -123,7 +124,9 @@ class Services:
 
     def issue_receipt(self, tenant_id: str, claims: dict[str, Any]) -> _receipts.Receipt:
         """Sign ``claims`` (ids only) and append the receipt to the tenant's receipts log."""
-        receipt = _receipts.issue(claims, self.keys.signing_key, now=self.now())
+        # The tenant's region's signing key (residency: each region's key store signs its own).
+        signing = region_keys(self.keys, tenant_id).signing_key
+        receipt = _receipts.issue(claims, signing, now=self.now())
         # Wall-clock nanoseconds order the log even when receipts share a second.
         key = f"receipt/{time.time_ns():020d}-{receipt.id}"
         self.control.put(tenant_id, key, {"token": receipt.token, "claims": dict(receipt.claims)})

@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy.engine import URL, make_url
 
 __all__ = ["LazyServer", "TestPostgres", "postgres_store", "release_store",
-           "session_postgres", "stop_session_postgres"]
+           "second_postgres", "session_postgres", "stop_session_postgres"]
 
 ENV_URL = "MAINSDK_TEST_POSTGRES_URL"
 
@@ -36,13 +36,15 @@ class TestPostgres:
 
     __test__ = False  # not a test class, despite the name
 
-    def __init__(self, admin: URL, *, server: Any = None, folder: Path | None = None) -> None:
+    def __init__(
+        self, admin: URL, *, server: Any = None, folder: Path | None = None, tag: str = ""
+    ) -> None:
         self.admin = admin.set(drivername="postgresql+psycopg")
         self._server = server
         self._folder = folder
         self._names = itertools.count()
         self._lock = threading.Lock()
-        self._prefix = f"mainsdk_t{os.getpid()}"
+        self._prefix = f"mainsdk_t{os.getpid()}{tag}"
         self._ours: set[str] = set()
         self.template = f"{self._prefix}_template"
         if server is not None:
@@ -59,11 +61,14 @@ class TestPostgres:
         self._ours.add(self.template)
 
     @classmethod
-    def start(cls) -> TestPostgres:
-        """Use ``MAINSDK_TEST_POSTGRES_URL``, or start pgserver in a temporary folder."""
+    def start(cls, tag: str = "") -> TestPostgres:
+        """Use ``MAINSDK_TEST_POSTGRES_URL``, or start pgserver in a temporary folder.
+
+        ``tag`` names a second server's databases apart (with ``MAINSDK_TEST_POSTGRES_URL``
+        both are that one server, in databases of their own)."""
         configured = os.environ.get(ENV_URL)
         if configured:
-            return cls(make_url(configured))
+            return cls(make_url(configured), tag=tag)
         folder = Path(tempfile.mkdtemp(prefix="mainsdk-pg-"))
         with warnings.catch_warnings():
             # pgserver keeps its lock under XDG_RUNTIME_DIR and warns when it is unset.
@@ -71,7 +76,7 @@ class TestPostgres:
             import pgserver
 
             server = pgserver.get_server(folder / "data", cleanup_mode="delete")
-        return cls(make_url(server.get_uri()), server=server, folder=folder)
+        return cls(make_url(server.get_uri()), server=server, folder=folder, tag=tag)
 
     def url(self, database: str) -> str:
         """A store URL (``postgresql+psycopg://…``) for ``database`` on this server."""
@@ -160,6 +165,8 @@ class LazyServer:
 
 
 _SESSION = LazyServer(TestPostgres.start)
+#: A second server, for the residency tests' second region (started only if they run).
+_SECOND = LazyServer(lambda: TestPostgres.start(tag="b"))
 
 
 def session_postgres() -> TestPostgres:
@@ -167,9 +174,17 @@ def session_postgres() -> TestPostgres:
     return _SESSION.get()
 
 
+def second_postgres() -> TestPostgres:
+    """A second PostgreSQL server (its own pgserver and data folder), started on first use."""
+    return _SECOND.get()
+
+
 def stop_session_postgres() -> None:
-    """Stop the session's PostgreSQL if it was started."""
-    _SESSION.stop()
+    """Stop the session's PostgreSQL servers that were started."""
+    try:
+        _SESSION.stop()
+    finally:
+        _SECOND.stop()
 
 
 def postgres_store() -> str:

@@ -21,6 +21,7 @@ import os
 import shutil
 import threading
 import time
+import zlib
 from collections.abc import Collection, Container, Hashable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -29,6 +30,7 @@ from typing import Any
 
 from mainsdk_memory import MemoryConflictError, StoreError
 from mainsdk_memory.drivers import (
+    Driver,
     EraseResult,
     Filter,
     StoredLink,
@@ -36,6 +38,7 @@ from mainsdk_memory.drivers import (
     VectorEntry,
     bm25_rank,
 )
+from mainsdk_memory.drivers._regions import RegionRouter
 from mainsdk_memory.drivers.local import LocalDriver
 
 #: The local driver's declaration, without vectors: for liars whose lie is about another
@@ -618,3 +621,49 @@ class TagBlindDriver(LocalDriver):
     ) -> builtins.list[VectorEntry]:
         """The embeddings without the filter's tag clauses."""
         return super().vectors(self._untagged(where), known=known)
+
+
+def hash_placement(tenant: str) -> str | None:
+    """The suite's tenants by a hash of the name, half in ``eu``, half in ``us``; names
+    ``unplaced-…`` nowhere (what the regions check looks for to see a refusal)."""
+    if tenant.startswith("unplaced-"):
+        return None
+    return ("eu", "us")[zlib.crc32(tenant.encode()) % 2]
+
+
+class LocalRegionsDriver(RegionRouter):
+    """No lie: the region router over two local drivers (``eu/`` and ``us/`` in the folder),
+    tenants placed by :func:`hash_placement`."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(
+            {"eu": LocalDriver(Path(folder) / "eu"), "us": LocalDriver(Path(folder) / "us")},
+            hash_placement,
+        )
+
+
+class MirroringControlRegionsDriver(LocalRegionsDriver):
+    """Lie: declares regions, but writes every control record into every region (a
+    "replicated" configuration), while reading it from the tenant's own."""
+
+    name = "mirroring-control"
+
+    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
+        """Write (or delete) the record in every region."""
+        self.region_of(tenant)  # a placed tenant only, as the honest router
+        super().control_put(tenant, app, key, value)
+        for region in self.capabilities.regions:
+            if region != self.region_of(tenant):
+                self.region_driver(region).control_put(tenant, app, key, value)
+
+
+class DefaultRegionDriver(LocalRegionsDriver):
+    """Lie: says a tenant ``unplaced-…`` is placed nowhere, yet stores its writes in ``eu``
+    instead of refusing them."""
+
+    name = "default-region"
+
+    def _for(self, tenant: str) -> Driver:
+        """The tenant's region's driver; ``eu``'s for a tenant placed nowhere."""
+        region = self.region_of(tenant)
+        return self.region_driver("eu" if region is None else region)

@@ -100,6 +100,13 @@ LIARS = [
     pytest.param(broken.IdFilterIgnoringDriver, "text_search",
                  ["search() for memory_ids", "bm25_rank"],
                  id="search-ignores-the-memory-ids"),
+    pytest.param(broken.MirroringControlRegionsDriver, "regions",
+                 ["control_get()/control_list()", "placed in another region",
+                  "through region", "returned a record"],
+                 id="writes-control-records-into-every-region"),
+    pytest.param(broken.DefaultRegionDriver, "regions",
+                 ["put()", "placed in no region, was not refused"],
+                 id="stores-an-unplaced-tenant-instead-of-refusing"),
     pytest.param(broken.TagBlindDriver, "tags",
                  ["list() by one of MAX_TAGS tags returned", "which it should not have"],
                  id="reads-ignore-the-tag-clauses"),
@@ -124,6 +131,8 @@ CAUGHT_BY = {
     broken.RelationClaimDriver: {c.id for c in all_checks() if c.capability == "relations"},
     broken.IdFilterIgnoringDriver: {"text_search.memory_ids"},
     broken.TagBlindDriver: {c.id for c in all_checks() if c.capability == "tags"},
+    broken.MirroringControlRegionsDriver: {"regions.writes_stay_in_their_region"},
+    broken.DefaultRegionDriver: {"regions.writes_stay_in_their_region"},
 }  # fmt: skip
 
 RELATION_CHECKS = {
@@ -394,3 +403,26 @@ def test_the_raw_check_finds_a_blob_split_across_pages() -> None:
     blob = bytes((i * 37) % 256 for i in range(300))
     pages = [("page 1", b"\x00" * 8 + blob[:150]), ("page 2", b"\x09" * 4 + blob[150:])]
     assert any(_find(needle, _haystacks(pages)) for needle in _blob_needles(blob, "blob"))
+
+
+def test_the_region_router_passes_every_capability_and_shows_where_writes_land() -> None:
+    """The router over two local drivers (tenants placed by a hash) keeps the whole contract,
+    and its regions check wrote in each region, read the other, and saw a refusal."""
+    report = _report(broken.LocalRegionsDriver)
+    assert report.passed, report.summary()
+    assert report.driver == "regions"
+    regions = report["regions"]
+    assert regions.status is Status.PASSED and regions.declared == "('eu', 'us')"
+    notes = {check.check: check.reason for check in regions.checks}
+    assert set(notes) == {"regions.region_names", "regions.writes_stay_in_their_region"}
+    landed = notes["regions.writes_stay_in_their_region"]
+    assert "a tenant of each of eu, us wrote" in landed
+    assert "none of it found in another region" in landed
+    assert "refused (ResidencyError) with nothing written" in landed
+
+
+def test_regions_without_a_placement_protocol_are_the_drivers_word(tmp_path: Path) -> None:
+    check = next(c for c in all_checks() if c.id == "regions.writes_stay_in_their_region")
+    result = run_check(check, _RegionalLocalDriver, tmp_path)
+    assert result.status is Status.PASSED
+    assert "residency is the driver's word, not verified" in result.reason
