@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import contextlib
 import dataclasses
 from collections.abc import Collection, Container, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -224,6 +225,12 @@ class BaseDriver(abc.ABC):
     def close(self) -> None:
         """Release files, connections and locks (nothing, unless overridden)."""
         return
+
+    def unit(self) -> contextlib.AbstractContextManager[None]:
+        """The optional unit of work of :class:`~mainsdk_memory.drivers.Driver` (ADR 0096):
+        here nothing, so each method stays its own atomic step. A driver whose storage has
+        transactions overrides it to run a block's methods as one."""
+        return contextlib.nullcontext()
 
     def __enter__(self) -> Self:
         return self

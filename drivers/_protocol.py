@@ -275,6 +275,20 @@ class Driver(Protocol):
 
     Drivers translate their own failures into :class:`mainsdk_memory.StoreError`
     (``raise StoreError(...) from exc``) and never put row contents in a message.
+
+    Optional, not part of this protocol's check: ``unit()``, a context manager (a unit of
+    work, ADR 0096) inside which every method this driver runs on the calling thread is one
+    atomic step with the others: all of them happen, or none (a failure inside, or the block
+    raising, undoes them all); a unit inside a unit is the outer one, and the operations of
+    one unit are of one tenant. The SDK runs one call's operations in one (``remember``).
+    A driver without it, or whose ``unit()`` does nothing (:class:`BaseDriver`'s), keeps
+    each method its own atomic step; the SDK relies on nothing more.
+
+    Optional too: ``control_generation(tenant, app) -> bytes | None``, bytes the driver
+    changes in the same atomic step as every :meth:`control_put` of that tenant and app
+    (``None`` before the first). With it the SDK keeps the control records it opened and
+    reads them again only when these bytes moved or the key store's anchors show another
+    form; without it, it reads them on every call.
     """
 
     name: str

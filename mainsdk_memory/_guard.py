@@ -7,6 +7,11 @@ agent's grant. :class:`GuardedStore` wraps the driver the core uses and re-appli
 filter's reference rules (:meth:`Filter.matches`, :meth:`Filter.visible`) to every row of
 every read; rows that fail are dropped silently, as if the driver had not returned them.
 
+:meth:`GuardedStore.unit` runs one call's driver operations as one unit of work (the
+driver's optional ``unit()``, ADR 0096), with what must wait for its commit
+(:meth:`GuardedStore.after_commit`) or undo a step outside the store if it rolls back
+(:meth:`GuardedStore.on_rollback`).
+
 A row with a time that is not a timezone-aware ``datetime`` (a hand-edited file, a driver
 that drops the offset) is damage, whichever driver returned it (ADR 0046): reads of many
 memories leave it out before anything compares its times, and reading its memory raises
@@ -18,7 +23,17 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-from collections.abc import Callable, Collection, Container, Hashable, Iterable, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Container,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextvars import ContextVar
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
@@ -84,11 +99,25 @@ def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> bui
     return kept
 
 
+class _Pending:
+    """What waits for the end of the unit of work bound on this thread."""
+
+    __slots__ = ("committed", "memo", "rolled_back")
+
+    def __init__(self) -> None:
+        self.committed: builtins.list[Callable[[], object]] = []
+        self.rolled_back: builtins.list[Callable[[], object]] = []
+        self.memo: dict[Hashable, object] = {}
+
+
 class GuardedStore:
     """The driver as the core sees it: writes pass through, reads are filtered again."""
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
+        self._pending: ContextVar[_Pending | None] = ContextVar(
+            f"mainsdk_memory_unit_{id(self)}", default=None
+        )
         # (tenant, app, subject) -> ids of memories a read found with a time without its
         # offset: what :meth:`damaged` adds to the driver's own (checked again when asked).
         self._unsound: dict[tuple[str, str, str], set[str]] = {}
@@ -133,6 +162,61 @@ class GuardedStore:
     def capabilities(self) -> Capabilities:
         """What the driver declares."""
         return self.driver.capabilities
+
+    # -- one call, one unit of work ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[None]:
+        """Run the driver operations of the block, on this thread, as one unit of work: the
+        driver's ``unit()`` when it has one (the db driver: one transaction), else each
+        operation its own atomic step, as always. A unit inside a unit is the outer one.
+
+        When the block ends without an error and the driver committed, what was handed to
+        :meth:`after_commit` runs, in order, outside the unit; if anything raised, what was
+        handed to :meth:`on_rollback` runs (newest first, its SDK errors suppressed) and the
+        error goes on.
+        """
+        if self._pending.get() is not None:
+            yield
+            return
+        pending = _Pending()
+        token = self._pending.set(pending)
+        opener: Any = getattr(self.driver, "unit", None)
+        try:
+            with opener() if callable(opener) else contextlib.nullcontext():
+                yield
+        except BaseException:
+            self._pending.reset(token)
+            for undo in reversed(pending.rolled_back):
+                with contextlib.suppress(MemorySDKError):
+                    undo()
+            raise
+        self._pending.reset(token)
+        for then in pending.committed:
+            then()
+
+    def after_commit(self, then: Callable[[], object]) -> None:
+        """Run ``then`` once the unit of work bound on this thread has committed (now, when
+        none is): what must not run before the store holds the call's writes (the anchors'
+        count of a new version, links and entities that take the cross-process locks)."""
+        pending = self._pending.get()
+        if pending is None:
+            then()
+        else:
+            pending.committed.append(then)
+
+    def memo(self) -> dict[Hashable, object] | None:
+        """What the core notes for the rest of the unit of work bound on this thread (read
+        once per call), or ``None`` when none is bound."""
+        pending = self._pending.get()
+        return None if pending is None else pending.memo
+
+    def on_rollback(self, undo: Callable[[], object]) -> None:
+        """Run ``undo`` if the unit of work bound on this thread rolls back (nothing, when no
+        unit is: each step then failed, or not, on its own)."""
+        pending = self._pending.get()
+        if pending is not None:
+            pending.rolled_back.append(undo)
 
     # -- writes: the driver's own ---------------------------------------------------------
 

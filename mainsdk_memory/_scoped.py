@@ -228,10 +228,17 @@ class _Handle:
         if index is not None and vector is None:
             vector = index.embed(contents.text)
         sealed = seal_vector(self._caller, row, place, contents.text, child=child, vector=vector)
-        self._services.store.put(row, closes=closes, vector=sealed)
+        store = self._services.store
+        store.put(row, closes=closes, vector=sealed)
         if index is not None and vector is not None:  # formation's next neighbours know it
-            index.wrote(row.tenant, row.app, row.subject, row.memory_id, row.version, vector)
-        written(self._caller, row)
+            known = vector
+            store.after_commit(
+                lambda: index.wrote(
+                    row.tenant, row.app, row.subject, row.memory_id, row.version, known
+                )
+            )
+        # The anchors count the version once the store holds it: after the call's commit.
+        store.after_commit(lambda: written(self._caller, row))
         record_clean_verdict(self._services, row.tenant, row.memory_id, row.version, child)
         return to_record(self._caller, row, contents)
 
@@ -349,7 +356,15 @@ class _Handle:
         The injection check runs first, over the text and every string of the metadata; a
         flagged memory raises :class:`MemoryInjectionError` and nothing is stored.
         """
-        with self._begin("remember") as note:
+        services = self._services
+        # One unit of work per call (ADR 0096), on the db drivers one transaction: the whole
+        # call as it is, or each formation attempt, begun under the formation lock (never
+        # the other way round), its checks before the lock on their own.
+        plain = key is None and (services.settings.formation if formation is None
+                                 else formation) is False
+        with self._begin("remember") as note, (
+            services.store.unit() if plain else contextlib.nullcontext()
+        ):
             new, data, explicit_start, formation = self._prepare(
                 text, kind=kind, about=about, source=source, valid_from=valid_from,
                 labels=labels, pinned=pinned, session_only=session_only, data=data,
@@ -358,7 +373,6 @@ class _Handle:
             )
             if not formation and new.contents.key is None:
                 return self._write_new(new, note, None, None)
-            services = self._services
             lock = services.keys.anchors.formation_lock(
                 services.anchor_scope(self._caller.tenant),
                 services.anchor_subject(self._caller.tenant, new.subject),
@@ -366,7 +380,8 @@ class _Handle:
             with lock:
                 for attempt in range(_FORMATION_ATTEMPTS):
                     try:
-                        return self._formed(new, data, note, explicit_start)
+                        with services.store.unit():
+                            return self._formed(new, data, note, explicit_start)
                     except (MemoryConflictError, MemoryNotFound):
                         # Another writer revised, retracted or forgot the memory it was formed
                         # against: decide again, from what is held now.
@@ -680,7 +695,8 @@ class _Handle:
                 vector=vector if text == contents.text else None,
                 expected=current.version,
             )
-            self._link(record, current.subject)
+            subject = current.subject
+            _then_in_unit(self, lambda: self._link(record, subject))  # as in _write_new
             return record
         return self._write_new(new, note, decision, held, vector=vector)
 
@@ -694,8 +710,10 @@ class _Handle:
             deferring = DEFERRING.get()
             if deferring is not None and deferring.handle is self:
                 deferring.uses.append((held.record, held.row.subject))  # once it is stored
-            else:
-                count_uses(caller, [(held.record, held.row.subject)], now=self._services.now())
+            else:  # the signals take the cross-process control lock: after the commit
+                used = [(held.record, held.row.subject)]
+                now = self._services.now()
+                self._services.store.after_commit(lambda: count_uses(caller, used, now=now))
         formed = Formation(outcome="duplicate", target=held.record.id, reason=decision.reason)
         return held.record.model_copy(update={"formation": formed})
 
@@ -742,6 +760,8 @@ class _Handle:
                 )
             row = seal(caller, contents, place)
             record = self._put_version(row, place, contents, child=new.child, vector=vector)
+            # Should the call's unit of work roll back after this, the anchor goes too.
+            self._services.store.on_rollback(lambda: unanchor(caller, place.memory_id))
         except BaseException:
             # Nothing was stored (or, if the store failed after its commit, a row nobody
             # can open): the anchor goes, so it holds no count against the agent's cap,
@@ -756,7 +776,9 @@ class _Handle:
             raise
         if decision is None:
             return record  # formation=False: the text as it is, no links, no entities
-        self._linked_new(record, row_subject, decision, held)
+        # Entities take the cross-process control lock: after the call's commit (a unit of
+        # their own, begun under that lock), never while its transaction holds the store.
+        _then_in_unit(self, lambda: self._linked_new(record, row_subject, decision, held))
         return record
 
     def _linked_new(
@@ -1757,6 +1779,17 @@ def _decode_cursor(cursor: object) -> tuple[datetime, str]:
             "The cursor is not one that list() returned; pass next_cursor back unchanged."
         ) from None
     return when, memory_id
+
+
+def _then_in_unit(handle: _Handle, then: Callable[[], None]) -> None:
+    """Run ``then`` once the call's unit of work has committed, as a unit of its own."""
+    store = handle._caller.services.store
+
+    def run() -> None:
+        with store.unit():
+            then()
+
+    store.after_commit(run)
 
 
 def _deferring(handle: _Handle) -> bool:
