@@ -2,11 +2,14 @@
 
 Layout under the store folder::
 
-    mainsdk-memory-store.json            marks the folder as a store (format version)
+    mainsdk-memory-store.json            marks the folder as a store (format version: /2;
+                                         a /1 store opens, and its first write raises it)
     <tenant>/<app>/<subject>/            one folder per tenant, app and subject; a person's
                                          subject is a keyed pseudonym, never the person id
         .lock                            flock(2): writers take it exclusive, readers shared
         .changes                         append-only log of changed memory ids (no content)
+        .journal                         what makes a write durable: the new content of
+                                         each memory file written since the last sync
         <memory id>.json                 every version of one memory: sealed blob, blind terms,
                                          blinded tags (if any) and, if given, the version's
                                          sealed embedding
@@ -15,8 +18,9 @@ Layout under the store folder::
                                          a file per link, an empty marker per end of a link
                                          in a folder per id, a journal for batches
 
-Every write, holding the lock, appends the memory id to ``.changes`` and then replaces one
-small memory file atomically (temp file, fsync, rename, fsync of the folder). A reader keeps
+Every write, holding the lock, appends the memory id to ``.changes``, appends the memory
+file's new content to ``.journal`` and syncs it, then replaces the memory file atomically
+(temp file, rename) without syncing it (see *Durability* below). A reader keeps
 the rows it has loaded and, on each read, holding the lock shared, reads what was appended to
 ``.changes`` since and reloads only the memories named there; so a write never rewrites the
 store, and a store of 10,000 memories per person stays cheap. Each cached subject also keeps
@@ -47,6 +51,27 @@ names the damaged memories of a subject (a person's erase lists memories first, 
 damaged one is not listed). Only what a reader loads is checked: an existing cache notices a
 file that was replaced (a new inode, as every write makes) or logged, not one edited in place.
 
+Durability (ADR 0097). A write makes one ``fsync``: of ``.journal``, after appending the
+record ``<id> <crc32> <the memory file's new bytes>``. The journal is an existing file (made
+once per folder: temp file synced, renamed, folder synced; a new subject folder's entry is
+synced in its parent), so that ``fsync`` makes the record and the file's new length durable,
+and the record holds everything the memory file holds. The memory file itself may then be
+lost, torn or old after a power loss or an OS crash, never after a process is killed (its
+bytes are in the page cache, which outlives the process). The journal's first line names the
+boot it was started in (Linux: ``/proc/sys/kernel/random/boot_id``); a crash of the machine
+is a new boot. So the first process that locks the folder after a crash (a reader upgrades
+its lock) finds a journal of another boot, rewrites every memory file whose bytes differ
+from its last whole record (a torn record, whose put never returned, fails its CRC and is
+skipped), syncs the filesystem, and starts the journal afresh; while the boot lasts the
+journal never overrides a file, so a damaged file is reported as before. Records leave the
+journal only after ``syncfs(2)`` (else ``sync(2)``) has put every memory file on disk: when
+the journal passes ``_JOURNAL_LIMIT`` bytes, and before an erase removes a memory the journal
+holds (the journal is emptied first, durably, so no recovery can bring the memory back and no
+byte of it stays). Where the system gives no boot id the driver writes no journal and syncs
+each memory file and its folder instead (two ``fsync`` a write), and applies then removes a
+journal it finds. The model assumes the filesystem stays mounted while the machine runs (a
+disk pulled out and put back without a reboot is not a new boot) and one machine per store.
+
 Links (``relations``) live apart from the memories, in the tenant and app's ``_links`` folder
 under a lock of their own; an erase takes the memory's subject lock, then the links lock,
 and removes the memory's links (both ends, any subject) before its file, so a crash between
@@ -57,6 +82,9 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
+import ctypes
+import functools
 import hashlib
 import itertools
 import json
@@ -64,6 +92,7 @@ import math
 import os
 import secrets
 import threading
+import zlib
 from collections.abc import (
     Collection,
     Container,
@@ -89,12 +118,18 @@ from mainsdk_memory._errors import (
     MemoryConflictError,
     StoreError,
 )
-from mainsdk_memory._files import make_private_dir, remove_durably, write_private
-from mainsdk_memory._locking import lock, release
+from mainsdk_memory._files import (
+    FILE_MODE,
+    fsync_folder,
+    make_private_dir,
+    remove_durably,
+    write_private,
+)
+from mainsdk_memory._locking import lock, release, upgrade
 from mainsdk_memory.drivers import _bm25 as bm25
 from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
-from mainsdk_memory.drivers._links import checked_links
+from mainsdk_memory.drivers._links import checked_links, is_name
 from mainsdk_memory.drivers._protocol import (
     QUARANTINED_TRUST,
     TENANT_SUBJECT,
@@ -112,7 +147,13 @@ from mainsdk_memory.drivers.local._links import LINKS, LinkFolder
 __all__ = ["LocalDriver"]
 
 STORE_MARKER = "mainsdk-memory-store.json"
-FORMAT = "mainsdk-memory-local/1"
+FORMAT = "mainsdk-memory-local/2"
+#: Formats this version opens: /1 (no journal, every memory file synced) is raised to /2 by
+#: the first write, before any journal is made, so an older version refuses the store then.
+_FORMATS = ("mainsdk-memory-local/1", FORMAT)
+_JOURNAL = ".journal"
+_JOURNAL_HEADER = b"#mainsdk-memory-journal "
+_JOURNAL_LIMIT = 4 << 20  # bytes of .journal before a writer syncs the files and empties it
 _COMPACT_LOG_AT = 1 << 20  # bytes of .changes before a writer starts a new log file
 _LOG_TAIL = 1 << 16  # bytes of the old log a new log file keeps, for readers a little behind
 _LOG_HEADER = b"#mainsdk-memory-changes "
@@ -125,6 +166,90 @@ _SCORE_SLACK = 1e-9  # far above the rounding error of a score; see _Index.searc
 
 Mask = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
+
+
+@functools.cache
+def _boot_id() -> str | None:
+    """This boot of the machine (Linux: ``/proc/sys/kernel/random/boot_id``), or ``None``
+    where the system does not say: then the driver syncs every memory file (no journal).
+
+    A power loss or an OS crash is a new boot, so a journal written under another boot id
+    may have outlived memory files that never reached the disk (module docstring).
+    """
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as file:
+            boot = file.read(64).strip()
+    except OSError:
+        return None
+    if not (boot and boot.isascii() and boot.replace(b"-", b"").isalnum()):
+        return None
+    return boot.decode("ascii")
+
+
+def _journal_header() -> bytes:
+    boot = _boot_id()
+    assert boot is not None  # noqa: S101 - only journaling writers make a header
+    return _JOURNAL_HEADER + boot.encode("ascii") + b"\n"
+
+
+def _record(memory_id: str, payload: bytes) -> bytes:
+    """One journal line: the memory id, a CRC-32 of the payload, and the payload (the memory
+    file's new content: JSON, which holds no raw newline)."""
+    return b"%s %08x %s\n" % (memory_id.encode("ascii"), zlib.crc32(payload), payload)
+
+
+def _records(body: bytes) -> dict[str, bytes]:
+    """The last whole, well-formed record of each memory id in a journal's body (a torn or
+    garbled line, from a crash mid-append, is skipped)."""
+    latest: dict[str, bytes] = {}
+    for line in body.split(b"\n")[:-1]:
+        fields = line.split(b" ", 2)
+        if len(fields) != 3 or len(fields[1]) != 8:
+            continue
+        name = fields[0].decode("ascii", "replace")
+        try:
+            crc = int(fields[1], 16)
+        except ValueError:
+            continue
+        if is_name(name) and zlib.crc32(fields[2]) == crc:
+            latest.pop(name, None)
+            latest[name] = fields[2]
+    return latest
+
+
+def _sync_filesystem(folder: Path) -> None:
+    """Flush every written file of the filesystem holding ``folder`` to disk: ``syncfs(2)``
+    where libc has it, else ``sync(2)`` (every filesystem). Both wait until it is done."""
+    try:
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (AttributeError, OSError):
+        os.sync()
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        if syncfs(fd) != 0:
+            os.sync()
+    finally:
+        os.close(fd)
+
+
+def _replace_unsynced(path: Path, data: bytes) -> None:
+    """Replace ``path`` atomically with ``data`` (0600), leaving its durability to the
+    journal: readers see the old or the new file; no ``fsync``."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _row_to_json(row: StoredRow, vector: bytes | None = None) -> dict[str, Any]:
@@ -671,6 +796,7 @@ class LocalDriver(BaseDriver):
         self._lock = threading.Lock()
         self._caches: dict[Path, _SubjectCache] = {}
         self._marker = self.root / STORE_MARKER
+        self._marked = False  # whether this driver has seen (or written) a /2 marker
         try:
             # Another process may be creating the store right now (folder first, then the
             # marker): only entries that are not the marker or its temp file count, and only
@@ -686,7 +812,7 @@ class LocalDriver(BaseDriver):
                 )
             if self._marker.exists():
                 document = json.loads(self._marker.read_bytes())
-                if not isinstance(document, dict) or document.get("format") != FORMAT:
+                if not isinstance(document, dict) or document.get("format") not in _FORMATS:
                     raise ConfigurationError(
                         f"{self.root} holds a memory store of a format this version does not "
                         "know. Upgrade mainsdk-memory."
@@ -707,10 +833,20 @@ class LocalDriver(BaseDriver):
         )
 
     def _ensure_store(self) -> None:
-        # Opening creates nothing; the first write makes the folder and its marker.
-        if not self._marker.exists():
+        # Opening creates nothing; the first write makes the folder and its marker, and
+        # raises a /1 marker to /2 before it makes any journal (module docstring).
+        if self._marked:
+            return
+        try:
+            document = json.loads(self._marker.read_bytes())
+        except FileNotFoundError:
+            document = None
+        except ValueError:
+            document = {}
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
             make_private_dir(self.root)
             write_private(self._marker, json.dumps({"format": FORMAT}).encode())
+        self._marked = True
 
     @classmethod
     def from_url(cls, url: str) -> LocalDriver:
@@ -740,18 +876,36 @@ class LocalDriver(BaseDriver):
     def _writing(self, folder: Path) -> Iterator[None]:
         try:
             self._ensure_store()
-            make_private_dir(folder)
+            if not folder.is_dir():
+                self._make_folder(folder)
             fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
         try:
             lock(fd, exclusive=True)
+            try:
+                self._recover(folder)
+            except OSError as exc:
+                raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
             yield
         finally:
             release(fd)
 
+    def _make_folder(self, folder: Path) -> None:
+        """Create a subject folder (and its tenant and app folders) durably: each new
+        folder's entry is synced in its parent, once, so the journal made in it next stays
+        reachable after a power loss."""
+        missing = []
+        at = folder
+        while not at.is_dir() and at != self.root:
+            missing.append(at)
+            at = at.parent
+        make_private_dir(folder)
+        for made in reversed(missing):
+            fsync_folder(made.parent)
+
     @contextmanager
-    def _reading(self, folder: Path) -> Iterator[None]:
+    def _reading(self, folder: Path) -> Iterator[int]:
         # Shared: no writer is between its log line and its rename while a reader looks.
         path = str(folder)
         try:
@@ -766,10 +920,98 @@ class LocalDriver(BaseDriver):
         try:
             if fd >= 0:
                 lock(fd, exclusive=False)
-            yield
+            yield fd
         finally:
             if fd >= 0:
                 release(fd)
+
+    # -- the journal ----------------------------------------------------------------------
+
+    @staticmethod
+    def _journaling() -> bool:
+        """Whether writes go through the journal (the boot is known) or sync every file."""
+        return _boot_id() is not None
+
+    @staticmethod
+    def _stale_journal(folder: Path) -> bool:
+        """Whether the folder holds a journal written under another boot (or one this
+        system cannot tell): memory files it covers may not have reached the disk."""
+        try:
+            with open(folder / _JOURNAL, "rb") as file:
+                head = file.read(len(_JOURNAL_HEADER) + 80)
+        except FileNotFoundError:
+            return False
+        return _boot_id() is None or not head.startswith(_journal_header())
+
+    def _recover(self, folder: Path) -> None:
+        """After a crash (a journal of another boot), rewrite every memory file whose bytes
+        differ from its last journal record, sync them all, then start the journal afresh
+        (holding the exclusive lock). Changes nothing when the journal is of this boot."""
+        if not self._stale_journal(folder):
+            return
+        path = folder / _JOURNAL
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:
+            return
+        body = content[content.find(b"\n") + 1 :] if content.startswith(_JOURNAL_HEADER) else b""
+        for memory_id, payload in _records(body).items():
+            target = folder / f"{memory_id}.json"
+            try:
+                current: bytes | None = target.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current != payload:
+                write_private(target, payload, sync_folder=False)
+        _sync_filesystem(folder)
+        fsync_folder(folder)
+        if self._journaling():
+            write_private(path, _journal_header())
+        else:
+            remove_durably(path)
+
+    def _journal(self, folder: Path, memory_id: str, payload: bytes) -> None:
+        """Append the memory file's new content to the journal and sync it: the one
+        ``fsync`` a write makes (holding the write lock, before the file is replaced)."""
+        path = folder / _JOURNAL
+        header = _journal_header()
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError:
+            write_private(path, header)  # once per folder: the file and its entry synced
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        try:
+            end = os.fstat(fd).st_size
+            if end > _JOURNAL_LIMIT:
+                # Every memory file on disk first: then no record is needed any more.
+                _sync_filesystem(folder)
+                os.ftruncate(fd, len(header))
+                end = len(header)
+            torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
+            os.write(fd, (b"\n" if torn else b"") + _record(memory_id, payload))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _forget_records(self, folder: Path, memory_id: str) -> None:
+        """Before an erase removes the file: if the journal holds a record of the memory,
+        sync every memory file and empty the journal, durably, so no recovery can bring the
+        memory back and no byte of it stays in the journal."""
+        path = folder / _JOURNAL
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            if memory_id.encode("ascii") not in os.pread(fd, size, 0):
+                return
+            _sync_filesystem(folder)
+            header = os.pread(fd, len(_JOURNAL_HEADER) + 80, 0)
+            os.ftruncate(fd, header.find(b"\n") + 1 if header.startswith(_JOURNAL_HEADER) else 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _load(self, folder: str, memory_id: str) -> _Memory | _Damaged | None:
         """Read one memory file; ``None`` if there is none, :class:`_Damaged` if it cannot
@@ -826,7 +1068,11 @@ class LocalDriver(BaseDriver):
             {"versions": [_row_to_json(r, v) for r, v in zip(rows, vectors, strict=True)]}
         ).encode()
         try:
-            write_private(folder / f"{memory_id}.json", payload)
+            if self._journaling():
+                self._journal(folder, memory_id, payload)
+                _replace_unsynced(folder / f"{memory_id}.json", payload)
+            else:
+                write_private(folder / f"{memory_id}.json", payload)
         except OSError as exc:
             raise StoreError(f"The local store cannot be written: {exc.strerror}.") from exc
 
@@ -845,8 +1091,8 @@ class LocalDriver(BaseDriver):
                 end = os.fstat(fd).st_size
                 # A writer that died mid-line left a torn line: end it, so this one is whole.
                 torn = end > 0 and os.pread(fd, 1, end - 1) != b"\n"
+                # Not synced: readers follow it, durability is the journal's (or the file's).
                 os.write(fd, (b"\n" if torn else b"") + memory_id.encode("ascii") + b"\n")
-                os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -889,9 +1135,17 @@ class LocalDriver(BaseDriver):
     def _cache(self, tenant: str, app: str, subject: str) -> _SubjectCache | None:
         """The subject's cache, brought up to date with the folder (holding ``_lock``)."""
         folder = self._subject_dir(tenant, app, subject)
-        with self._reading(folder):
+        with self._reading(folder) as held:
             try:
-                return self._refresh(folder, self._caches.get(folder))
+                cache = self._caches.get(folder)
+                if cache is None and held >= 0 and self._stale_journal(folder):
+                    # A crash left memory files the journal may be ahead of: put them right
+                    # before reading them (the lock made exclusive; upgrade is not atomic,
+                    # so _recover looks again).
+                    upgrade(held)
+                    with contextlib.suppress(OSError):  # a read-only store: read it as it is
+                        self._recover(folder)
+                return self._refresh(folder, cache)
             except OSError as exc:
                 raise StoreError(f"The local store cannot be read: {exc.strerror}.") from exc
 
@@ -1463,6 +1717,7 @@ class LocalDriver(BaseDriver):
         with self._writing(folder):
             stored = self._load(str(folder), memory_id)  # a damaged file is erased too
             try:
+                self._forget_records(folder, memory_id)
                 links = self._links_dir(tenant, app)
                 if links.is_dir():  # no folder: no link was ever stored here
                     with LinkFolder.writing(links, tenant, app) as held:
