@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 
 from mainsdk_memory import ConfigurationError
 from mainsdk_memory.drivers import Filter, StoredLink, bm25_rank
-from mainsdk_memory.drivers.db import upgrade
+from mainsdk_memory.drivers.db import _packs, upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import APP_ROLE, PG_SCHEMA, TENANT_SETTING, transaction
 from mainsdk_memory.drivers.db._schema import SCHEMA_VERSION, TENANT_TABLES
@@ -52,6 +52,13 @@ def two_tenants(store_url: str) -> Iterator[DbDriver]:
                 vector=f"sealed vector of {tenant}".encode(),
             )
             driver.put(make_row(tenant=tenant, memory_id=memory_id(2), subject="tenant"))
+            # Enough live versions for the subject's tail to be packed (memory_packs).
+            driver.bulk_put(
+                [
+                    make_row(tenant=tenant, memory_id=memory_id(100 + n), terms={f"t_{tenant}": 1})
+                    for n in range(_packs.TAIL)
+                ]
+            )
             driver.control_put(tenant, "app", "grant/bot", b"sealed grant")
             driver.put_links([_link(tenant)])
         yield driver
@@ -178,8 +185,8 @@ def test_the_app_role_cannot_write_or_change_another_tenants_rows(
                 f"INSERT INTO {PG_SCHEMA}.memory_tags "  # noqa: S608
                 f"SELECT 'globex', 'app', 'p_ada', '{'c' * 32}', doc FROM generate_series(1, 9) doc"
             )
-    # acme's two rows, its one link and its two tags; nothing of globex
-    assert (changed, deleted, unvectored, unlinked, relinked) == (2, 0, 0, 0, 1)
+    # acme's rows, its one link and its two tags; nothing of globex
+    assert (changed, deleted, unvectored, unlinked, relinked) == (2 + _packs.TAIL, 0, 0, 0, 1)
     assert (untagged, retagged) == (0, 2)
     # globex is untouched.
     assert two_tenants.control_list("globex", "app", "") == [("grant/bot", b"sealed grant")]

@@ -25,7 +25,7 @@ from mainsdk_memory.drivers import Filter, VectorEntry, bm25_rank, open_driver
 from mainsdk_memory.drivers.db import upgrade
 from mainsdk_memory.drivers.db._driver import DbDriver
 from mainsdk_memory.drivers.db._engine import PG_SCHEMA
-from mainsdk_memory.drivers.db._schema import SCHEMA, SCHEMA_VERSION, TAGS
+from mainsdk_memory.drivers.db._schema import PACKS, SCHEMA, SCHEMA_VERSION, STATS, TAGS
 
 
 @pytest.mark.parametrize(
@@ -184,10 +184,15 @@ def test_a_version_3_store_gets_the_tags_table_and_its_rows_no_tags(
     with DbDriver(store_url) as driver:
         for row in rows:
             driver.put(row)
-        # Back to version 3 as that release left it: version 4 only added memory_tags.
+        # Back to version 3 as that release left it: version 4 only added memory_tags,
+        # version 5 the live statistics, the packs and the index of special rows.
         with driver.engine.begin() as connection:
             TAGS.drop(connection)
-            connection.execute(SCHEMA.delete().where(SCHEMA.c.version == 4))
+            STATS.drop(connection)
+            PACKS.drop(connection)
+            schema = "" if driver.dialect == "sqlite" else "mainsdk_memory."
+            connection.exec_driver_sql(f"DROP INDEX {schema}memory_versions_special")
+            connection.execute(SCHEMA.delete().where(SCHEMA.c.version >= 4))
     with pytest.raises(ConfigurationError, match="schema version 3; this version"):
         DbDriver(store_url)
     assert main(["db", "upgrade", store_url]) == 0
@@ -204,6 +209,8 @@ def test_a_version_3_store_gets_the_tags_table_and_its_rows_no_tags(
         assert driver.list(by_key, limit=2) == [tagged]
         assert driver.list(dataclasses.replace(where, tags_absent=frozenset({key})), limit=9) == old
         assert [row for row, _ in driver.search(by_key, [{"t_x"}], top_k=5)] == [tagged]
+        # Version 5 counted the old rows: the packed path ranks them as the reference does.
+        assert driver.search(where, [{"t_x"}], top_k=5) == bm25_rank([*rows, tagged], [{"t_x"}], 5)
         driver.erase("acme", "app", "p_ada", tagged.memory_id)
         assert [where for where, blob in driver.raw_dump() if key.encode() in blob] == []
 

@@ -42,7 +42,10 @@ def test_sqlite_ranks_from_the_covering_index_and_term_ranges_without_statistics
 
     event.listen(driver.engine, "before_cursor_execute", record)
     try:
-        where = Filter(tenant="acme", app="app", subjects=("p_ada", "tenant"))
+        # A kind rule: the SQL ranking (the live set's packed path is the next test).
+        where = Filter(
+            tenant="acme", app="app", subjects=("p_ada", "tenant"), kinds=frozenset({"fact"})
+        )
         assert driver.search(where, [{"t_1"}, {"t_2", "t_3"}], top_k=5)
     finally:
         event.remove(driver.engine, "before_cursor_execute", record)
@@ -60,6 +63,68 @@ def test_sqlite_ranks_from_the_covering_index_and_term_ranges_without_statistics
         "(tenant=? AND app=? AND subject=? AND valid_to=?)",
         "SEARCH main.memory_versions USING INTEGER PRIMARY KEY (rowid=?)",
     ], plan
+
+
+def test_the_packed_path_reads_by_index_only_whatever_the_subjects_size(
+    driver: DbDriver,
+) -> None:
+    # The live set's path: statistics, chunks and tail by primary key, the session's special
+    # rows from memory_versions_special, rows past retention from a range of the covering
+    # index; never a scan, and never the subject's entries of memory_versions_cover whole.
+    rng = random.Random(8)
+    rows = []
+    for n in range(300):
+        terms, length = random_terms(rng, [f"t_{i}" for i in range(6)], 6)
+        rows.append(make_row(memory_id=memory_id(n), terms=terms, length=length))
+    driver.bulk_put(rows)
+    for n in range(5):  # a tail, and the session's own special rows
+        driver.put(make_row(memory_id=memory_id(1000 + n), terms={"t_1": 1}, length=1))
+        driver.put(
+            make_row(
+                memory_id=memory_id(2000 + n),
+                session="s1",
+                session_only=True,
+                terms={"t_2": 1},
+                length=1,
+            )
+        )
+    captured: list[tuple[str, object]] = []
+
+    def record(
+        _conn: object, _cursor: object, statement: str, parameters: object, *_: object
+    ) -> None:
+        captured.append((statement, parameters))
+
+    where = Filter(
+        tenant="acme",
+        app="app",
+        subjects=("p_ada", "tenant"),
+        session="s1",
+        retention=(("personal", rows[0].created_at),),
+    )
+    event.listen(driver.engine, "before_cursor_execute", record)
+    try:
+        assert driver.search(where, [{"t_1"}, {"t_2", "t_3"}], top_k=5)
+    finally:
+        event.remove(driver.engine, "before_cursor_execute", record)
+    reads: set[str] = set()
+    with driver.engine.connect() as connection:
+        for statement, parameters in captured:
+            if not statement.lstrip().startswith("SELECT"):
+                continue
+            plan = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
+            reads |= {row[3] for row in plan if row[3].startswith(("SCAN", "SEARCH"))}
+    assert not [line for line in reads if line.startswith("SCAN")], reads
+    assert {
+        "SEARCH main.memory_stats USING PRIMARY KEY (tenant=? AND app=? AND subject=?)",
+        "SEARCH main.memory_packs USING PRIMARY KEY (tenant=? AND app=? AND subject=? AND term=?)",
+        "SEARCH main.memory_postings USING PRIMARY KEY "
+        "(tenant=? AND app=? AND subject=? AND term=? AND doc=?)",
+        "SEARCH memory_versions USING INDEX memory_versions_special "
+        "(tenant=? AND app=? AND subject=? AND session=?)",
+        "SEARCH main.memory_versions USING COVERING INDEX memory_versions_cover "
+        "(tenant=? AND app=? AND subject=? AND valid_to=? AND created_at<?)",
+    } <= reads, reads
 
 
 def test_sqlite_finds_a_memory_by_one_tag_from_the_tag_index_not_the_subjects_rows(

@@ -1,6 +1,8 @@
 """The ``db`` driver: memory versions as rows in SQLite or PostgreSQL, BM25 over postings in SQL.
 
-Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
+Each method is one transaction (:func:`~mainsdk_memory.drivers.db._engine.transaction`), or
+part of the one transaction of a unit of work (:meth:`DbDriver.unit`, ADR 0096): the core
+runs a call's operations in one.
 Search computes BM25 in the database over a postings table and re-scores the few best
 candidates with the BM25 kernel that :func:`bm25_rank` runs (:mod:`._search`), then loads
 whole rows only for the top ``k``. Nothing ranks by loading every row of a person. Sealed embeddings
@@ -21,10 +23,13 @@ removes it as any other, and :meth:`DbDriver.damaged` names a subject's damaged 
 from __future__ import annotations
 
 import builtins  # the method `list` shadows the builtin in annotations
+import contextlib
 import functools
 import hashlib
 import json
+import secrets
 from collections.abc import Collection, Container, Hashable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,13 +57,14 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from mainsdk_memory._errors import ConfigurationError, MemoryConflictError
+from mainsdk_memory._errors import ConfigurationError, MemoryConflictError, StoreError
 from mainsdk_memory._progress import Progress
 from mainsdk_memory.drivers._base import BaseDriver
 from mainsdk_memory.drivers._links import checked_links
 from mainsdk_memory.drivers._protocol import (
+    QUARANTINED_TRUST,
     Capabilities,
     EraseResult,
     Filter,
@@ -67,16 +73,18 @@ from mainsdk_memory.drivers._protocol import (
     VectorEntry,
 )
 from mainsdk_memory.drivers._tags import check_rows_tags, checked_tags
+from mainsdk_memory.drivers.db import _packs
 from mainsdk_memory.drivers.db._damage import DECODE_ERRORS, DamagedRow, damaged_error, fetch_each
 from mainsdk_memory.drivers.db._engine import (
     APP_ROLE,
     PG_SCHEMA,
+    Dialect,
     Target,
     make_engine,
     parse_url,
-    transaction,
     translated,
 )
+from mainsdk_memory.drivers.db._engine import transaction as _own_transaction
 from mainsdk_memory.drivers.db._schema import (
     CONTROL,
     EMBEDDINGS,
@@ -100,11 +108,81 @@ from mainsdk_memory.drivers.db._scope import (
 )
 from mainsdk_memory.drivers.db._search import rank
 
-__all__ = ["DbDriver", "upgrade"]
+__all__ = ["CONTROL_GENERATION", "DbDriver", "upgrade"]
+
+#: The control record the driver rewrites, with 16 fresh random bytes, in the transaction of
+#: every other control record's write (ADR 0096): the core's sign that the control records it
+#: opened may have changed. It holds nothing else; control_get and control_list never show it.
+CONTROL_GENERATION = "$generation"
 
 _UNIQUE_VIOLATIONS = {"23505", "SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE"}
 _UPGRADE_LOCK = 0x6D61696E  # pg_advisory_xact_lock key serialising upgrades ("main")
 _CHUNK = 500  # ids per IN list: far below SQLite's and PostgreSQL's parameter limits
+
+
+class _Unit:
+    """One call of the core's driver operations as one transaction (:meth:`DbDriver.unit`):
+    begun by the first operation inside it, with that operation's tenant."""
+
+    __slots__ = ("connection", "dialect", "engine", "failed", "stack", "tenant")
+
+    def __init__(
+        self, engine: Engine, dialect: Dialect, stack: contextlib.ExitStack[bool | None]
+    ) -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self.stack = stack
+        self.connection: Connection | None = None
+        self.tenant: str | None = None
+        self.failed = False
+
+    def join(self, tenant: str | None) -> Connection:
+        """The unit's connection, its transaction begun as ``tenant`` by the first caller."""
+        if self.failed:
+            raise StoreError(
+                "An earlier step of this call failed in the database store, so the call's "
+                "transaction is rolled back; nothing of it was stored. Retry the call."
+            )
+        if self.connection is None:
+            self.tenant = tenant
+            # Always a write transaction: on SQLite BEGIN IMMEDIATE (a read upgraded to a
+            # write later could fail on a lock); on PostgreSQL the role and the tenant are
+            # set for it exactly as for a call of its own.
+            self.connection = self.stack.enter_context(
+                _own_transaction(self.engine, self.dialect, tenant=tenant, write=True)
+            )
+        elif tenant != self.tenant:
+            raise ValueError("one unit of work runs as one tenant")
+        return self.connection
+
+
+#: The unit of work bound on this thread (or task), if any; each thread has its own.
+_UNIT: ContextVar[_Unit | None] = ContextVar("mainsdk_memory_db_unit", default=None)
+
+
+@contextlib.contextmanager
+def transaction(
+    engine: Engine, dialect: Dialect, *, tenant: str | None, write: bool
+) -> Iterator[Connection]:
+    """The transaction of one driver operation: the unit's, when one is bound on this thread
+    for this engine (:meth:`DbDriver.unit`), else its own
+    (:func:`~mainsdk_memory.drivers.db._engine.transaction`).
+
+    Inside a unit, an operation that raises a database error, or a write that raises at
+    all, marks the unit failed: what it did may be half done, so the whole unit rolls back.
+    """
+    unit = _UNIT.get()
+    if unit is None or unit.engine is not engine:
+        with _own_transaction(engine, dialect, tenant=tenant, write=write) as connection:
+            yield connection
+        return
+    connection = unit.join(tenant)
+    try:
+        yield connection
+    except BaseException as exc:
+        if write or isinstance(exc, SQLAlchemyError):
+            unit.failed = True
+        raise
 
 
 def _is_unique_violation(exc: IntegrityError) -> bool:
@@ -134,6 +212,13 @@ def _row_values(row: StoredRow) -> dict[str, Any]:
         "sealed": row.sealed,
         "length": row.length,
     }
+
+
+def _gone(found: Row[Any], *, current: bool) -> _packs.Gone:
+    """A version leaving the live set, from its ``doc``, ``length``, ``session_only`` and
+    ``trust`` cells (``current``: it had no ``valid_to``)."""
+    live = current and not found.session_only and found.trust != QUARANTINED_TRUST
+    return _packs.Gone(doc=int(found.doc), length=int(found.length), live=bool(live))
 
 
 def _stored_row(
@@ -325,6 +410,35 @@ class DbDriver(BaseDriver):
         """Close every pooled connection."""
         self._engine.dispose()
 
+    @contextlib.contextmanager
+    def unit(self) -> Iterator[None]:
+        """Run every operation of this driver made inside the block, on this thread, in one
+        transaction (the driver protocol's optional unit of work).
+
+        The transaction begins with the first operation, as that operation's tenant (on
+        PostgreSQL the role and tenant settings of row-level security are set for it as for
+        any transaction; every operation inside must be of that tenant), and commits when
+        the block ends; if the block raises, or an operation inside it failed, everything
+        of the block is rolled back. A unit inside a unit is the outer one. Other threads,
+        and other drivers, are not affected.
+        """
+        current = _UNIT.get()
+        if current is not None and current.engine is self._engine:
+            yield
+            return
+        with translated("committing a call"), contextlib.ExitStack() as stack:
+            unit = _Unit(self._engine, self.dialect, stack)
+            token = _UNIT.set(unit)
+            try:
+                yield
+                if unit.failed:
+                    raise StoreError(
+                        "A step of this call failed in the database store, so the call's "
+                        "transaction was rolled back; nothing of it was stored. Retry the call."
+                    )
+            finally:
+                _UNIT.reset(token)
+
     @property
     def engine(self) -> Engine:
         """The SQLAlchemy engine (for tests and operators; the driver owns its lifecycle)."""
@@ -498,6 +612,7 @@ class DbDriver(BaseDriver):
                 with transaction(
                     self._engine, self.dialect, tenant=row.tenant, write=True
                 ) as connection:
+                    revised: _packs.Gone | None = None
                     if closes is not None:
                         if row.version != closes + 1:
                             raise MemoryConflictError
@@ -512,9 +627,11 @@ class DbDriver(BaseDriver):
                                 v.valid_to.is_(None),
                             )
                             .values(valid_to=row.valid_from)
-                        )
-                        if closed.rowcount != 1:
+                            .returning(v.doc, v.length, v.session_only, v.trust)
+                        ).all()
+                        if len(closed) != 1:
                             raise MemoryConflictError
+                        revised = _gone(closed[0], current=True)
                     doc = connection.execute(
                         insert(VERSIONS).returning(v.doc),
                         {**_row_values(row), "embedded": vector is not None},
@@ -533,6 +650,7 @@ class DbDriver(BaseDriver):
                     ]
                     if postings:
                         connection.execute(insert(POSTINGS), postings)
+                    _packs.put_one(connection, row, doc, revised)
                     if row.tags:
                         connection.execute(insert(TAGS), _tag_values(row, doc))
                     if vector is not None:
@@ -582,6 +700,7 @@ class DbDriver(BaseDriver):
                 with transaction(
                     self._engine, self.dialect, tenant=tenant, write=True
                 ) as connection:
+                    loaded: builtins.list[tuple[StoredRow, int]] = []
                     for start in range(0, len(rows), _CHUNK):
                         chunk = rows[start : start + _CHUNK]
                         connection.execute(
@@ -610,6 +729,9 @@ class DbDriver(BaseDriver):
                         ]
                         if postings:
                             connection.execute(insert(POSTINGS), postings)
+                        loaded += [
+                            (row, docs[(row.app, row.memory_id, row.version)]) for row in chunk
+                        ]
                         tags = [
                             tag
                             for row in chunk
@@ -634,6 +756,7 @@ class DbDriver(BaseDriver):
                         ]
                         if embeddings:
                             connection.execute(insert(EMBEDDINGS), embeddings)
+                    _packs.put_many(connection, loaded)
             except IntegrityError as exc:
                 if not _is_unique_violation(exc):
                     raise
@@ -928,14 +1051,28 @@ class DbDriver(BaseDriver):
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
         ):
             erased = connection.execute(
-                select(v.version, v.doc)
+                select(
+                    v.version,
+                    v.doc,
+                    v.length,
+                    v.session_only,
+                    v.trust,
+                    v.valid_to.is_(None).label("current"),
+                )
                 .where(
                     *_memory_clauses(tenant, app, subject, memory_id),
                 )
                 .order_by(v.version)
                 .with_for_update()
             ).all()
-            docs = [doc for _, doc in erased]
+            docs = [found.doc for found in erased]
+            _packs.forget(
+                connection,
+                tenant,
+                app,
+                subject,
+                [_gone(found, current=bool(found.current)) for found in erased],
+            )
             if docs:
                 connection.execute(delete(POSTINGS).where(p.tenant == tenant, p.doc.in_(docs)))
                 connection.execute(delete(TAGS).where(t.tenant == tenant, t.doc.in_(docs)))
@@ -954,7 +1091,7 @@ class DbDriver(BaseDriver):
             if docs:
                 connection.execute(delete(VERSIONS).where(v.tenant == tenant, v.doc.in_(docs)))
         return EraseResult(
-            memory_id=memory_id, versions=tuple(version for version, _ in erased), mode="hard"
+            memory_id=memory_id, versions=tuple(found.version for found in erased), mode="hard"
         )
 
     def expired(
@@ -1076,9 +1213,23 @@ class DbDriver(BaseDriver):
                     )
                 )
 
-    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
-        """Insert or replace the control record ``key``; ``None`` DELETEs it."""
+    def _upsert_control(
+        self, connection: Connection, tenant: str, app: str, key: str, value: bytes
+    ) -> None:
         c = CONTROL.c
+        upsert = (sqlite_insert if self.dialect == "sqlite" else postgresql_insert)(CONTROL)
+        connection.execute(
+            upsert.values(tenant=tenant, app=app, key=key, value=value).on_conflict_do_update(
+                index_elements=[c.tenant, c.app, c.key], set_={"value": value}
+            )
+        )
+
+    def control_put(self, tenant: str, app: str, key: str, value: bytes | None) -> None:
+        """Insert or replace the control record ``key``; ``None`` DELETEs it. The same
+        transaction gives :data:`CONTROL_GENERATION` of tenant and app new random bytes."""
+        c = CONTROL.c
+        if key == CONTROL_GENERATION:
+            raise ValueError(f"the control key {CONTROL_GENERATION!r} is the driver's own")
         with (
             translated("writing a control record"),
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
@@ -1087,17 +1238,33 @@ class DbDriver(BaseDriver):
                 connection.execute(
                     delete(CONTROL).where(c.tenant == tenant, c.app == app, c.key == key)
                 )
-                return
-            upsert = (sqlite_insert if self.dialect == "sqlite" else postgresql_insert)(CONTROL)
-            connection.execute(
-                upsert.values(tenant=tenant, app=app, key=key, value=value).on_conflict_do_update(
-                    index_elements=[c.tenant, c.app, c.key], set_={"value": value}
-                )
+            else:
+                self._upsert_control(connection, tenant, app, key, value)
+            self._upsert_control(
+                connection, tenant, app, CONTROL_GENERATION, secrets.token_bytes(16)
             )
+
+    def control_generation(self, tenant: str, app: str) -> bytes | None:
+        """Bytes that change with every control record written of tenant and app (``None``:
+        none was written yet): while they are equal, no control record changed through this
+        driver (ADR 0096)."""
+        c = CONTROL.c
+        with (
+            translated("reading a control record"),
+            transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
+        ):
+            found = connection.execute(
+                select(c.value).where(
+                    c.tenant == tenant, c.app == app, c.key == CONTROL_GENERATION
+                )
+            ).scalar_one_or_none()
+        return None if found is None else bytes(found)
 
     def control_get(self, tenant: str, app: str, key: str) -> bytes | None:
         """The control record ``key``, or ``None``."""
         c = CONTROL.c
+        if key == CONTROL_GENERATION:
+            return None
         with (
             translated("reading a control record"),
             transaction(self._engine, self.dialect, tenant=tenant, write=False) as connection,
@@ -1122,7 +1289,7 @@ class DbDriver(BaseDriver):
                     func.substr(c.key, 1, len(prefix)) == prefix,
                 )
             ).all()
-        return sorted((key, bytes(value)) for key, value in found)
+        return sorted((key, bytes(value)) for key, value in found if key != CONTROL_GENERATION)
 
     def raw_dump(self) -> Iterator[tuple[str, bytes]]:
         """Every row of every table, sealed blobs raw; for SQLite also the database files.

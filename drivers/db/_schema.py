@@ -101,9 +101,11 @@ __all__ = [
     "EMBEDDINGS",
     "LINKS",
     "MIGRATIONS",
+    "PACKS",
     "POSTINGS",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "STATS",
     "TAGS",
     "TENANT_TABLES",
     "VERSIONS",
@@ -116,6 +118,7 @@ __all__ = [
     "tables_v2",
     "tables_v3",
     "tables_v4",
+    "tables_v5",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -345,11 +348,50 @@ def tables_v4(
     return versions, postings, embeddings, control, links, tags, schema
 
 
+def tables_v5(metadata: MetaData) -> tuple[Table, ...]:
+    """Schema version 5's tables as the driver reads and writes them: version 4's and each
+    subject's live statistics and packed postings (versions, postings, embeddings, control,
+    links, tags, stats, packs, schema). (Their DDL is :func:`_migrate_v5`'s.)"""
+    versions, postings, embeddings, control, links, tags, schema = tables_v4(metadata)
+    stats = Table(
+        "memory_stats",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("docs", BigInteger, nullable=False),
+        Column("total", BigInteger, nullable=False),
+        Column("tail", Text, nullable=False),
+        Column("waiting", Integer, nullable=False),
+        Column("dead", Text, nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "subject", name="memory_stats_pkey"),
+    )
+    packs = Table(
+        "memory_packs",
+        metadata,
+        Column("tenant", Text, nullable=False),
+        Column("app", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("term", Text, nullable=False),
+        Column("upto", BigInteger, nullable=False),
+        Column("postings", LargeBinary, nullable=False),
+        PrimaryKeyConstraint("tenant", "app", "subject", "term", "upto", name="memory_packs_pkey"),
+    )
+    return versions, postings, embeddings, control, links, tags, stats, packs, schema
+
+
 METADATA = MetaData(schema=PG_SCHEMA)
-VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, TAGS, SCHEMA = tables_v4(METADATA)
+VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, TAGS, STATS, PACKS, SCHEMA = tables_v5(METADATA)
 #: Tables that hold tenant data: each has row-level security on PostgreSQL.
 TENANT_TABLES = (
-    VERSIONS.name, POSTINGS.name, EMBEDDINGS.name, CONTROL.name, LINKS.name, TAGS.name,
+    VERSIONS.name,
+    POSTINGS.name,
+    EMBEDDINGS.name,
+    CONTROL.name,
+    LINKS.name,
+    TAGS.name,
+    STATS.name,
+    PACKS.name,
 )
 
 _TENANT_TABLES_V1 = ("memory_versions", "memory_postings", "memory_control")
@@ -595,6 +637,64 @@ def _migrate_v4(connection: Connection) -> None:
         _secure_postgres_table(connection, "memory_tags")
 
 
+# Version 5's DDL, frozen: each subject's live statistics and packed postings (read by
+# drivers/db/_packs.py), and the current special rows (session-only or quarantined) by
+# session, the few a search adds to the live set. The index's predicate is written exactly as
+# _packs.special_clause() writes it, so SQLite's planner can prove a query implies it.
+_SPECIAL = "valid_to IS NULL AND (session_only OR trust = 'untrusted')"
+_SQLITE_V5 = (
+    """CREATE TABLE memory_stats (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL,
+        docs INTEGER NOT NULL, total INTEGER NOT NULL, tail TEXT NOT NULL,
+        waiting INTEGER NOT NULL, dead TEXT NOT NULL,
+        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject)
+    ) WITHOUT ROWID""",
+    """CREATE TABLE memory_packs (
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, term TEXT NOT NULL,
+        upto INTEGER NOT NULL, postings BLOB NOT NULL,
+        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, term, upto)
+    ) WITHOUT ROWID""",
+    # Covering (doc is the rowid): the planner prefers it to memory_versions_cover.
+    "CREATE INDEX memory_versions_special ON memory_versions "
+    f"(tenant, app, subject, session, length, created_at, labels) WHERE {_SPECIAL}",
+)
+_POSTGRES_V5 = (
+    f"""CREATE TABLE {PG_SCHEMA}.memory_stats (
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL,
+        docs bigint NOT NULL, total bigint NOT NULL, tail text NOT NULL,
+        waiting integer NOT NULL, dead text NOT NULL,
+        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject))""",
+    f"""CREATE TABLE {PG_SCHEMA}.memory_packs (
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, term text NOT NULL,
+        upto bigint NOT NULL, postings bytea NOT NULL,
+        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, term, upto))""",
+    # Stored as it is: chunks are numpy records, already dense.
+    f"ALTER TABLE {PG_SCHEMA}.memory_packs ALTER COLUMN postings SET STORAGE EXTERNAL",
+    f"CREATE INDEX memory_versions_special ON {PG_SCHEMA}.memory_versions "
+    f"(tenant, app, subject, session) INCLUDE (doc, length, created_at, labels) "
+    f"WHERE {_SPECIAL}",
+)
+
+
+def _migrate_v5(connection: Connection) -> None:
+    from mainsdk_memory.drivers.db import _packs  # it imports this module
+
+    postgres = connection.dialect.name == "postgresql"
+    for statement in _POSTGRES_V5 if postgres else _SQLITE_V5:
+        connection.execute(text(statement))
+    read = ("memory_versions", "memory_postings")
+    if postgres:
+        # As in version 2: the owner reads every tenant's rows for this transaction only.
+        for table in read:
+            connection.execute(text(f"ALTER TABLE {PG_SCHEMA}.{table} NO FORCE ROW LEVEL SECURITY"))
+    _packs.rebuild(connection)
+    if postgres:
+        for table in read:
+            connection.execute(text(f"ALTER TABLE {PG_SCHEMA}.{table} FORCE ROW LEVEL SECURITY"))
+        for table in ("memory_stats", "memory_packs"):
+            _secure_postgres_table(connection, table)
+
+
 @dataclass(frozen=True, slots=True)
 class Migration:
     """One schema version: its number, what it does, and the DDL that gets there."""
@@ -627,6 +727,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         "blinded tags of versions: caller keys and filterable fields (memory_tags, with "
         "row-level security on PostgreSQL)",
         _migrate_v4,
+    ),
+    Migration(
+        5,
+        "each subject's live statistics and packed postings, kept with every write, and an "
+        "index of current session-only and quarantined rows: BM25 without a scan of the "
+        "subject (memory_stats, memory_packs, with row-level security on PostgreSQL)",
+        _migrate_v5,
     ),
 )
 #: The schema version this code reads and writes.

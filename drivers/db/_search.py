@@ -55,6 +55,7 @@ from sqlalchemy import (
 from mainsdk_memory.drivers import _bm25 as bm25
 from mainsdk_memory.drivers._bm25 import BM25_B, BM25_K1
 from mainsdk_memory.drivers._protocol import Filter
+from mainsdk_memory.drivers.db import _packs
 from mainsdk_memory.drivers.db._damage import DECODE_ERRORS, fetch_each
 from mainsdk_memory.drivers.db._schema import POSTINGS, VERSIONS
 from mainsdk_memory.drivers.db._scope import (
@@ -324,7 +325,17 @@ def rank(
     params = dict(scope_params(where))
     distinct = list(dict.fromkeys(tuple(sorted(group.items())) for group in groups))
     ranking: Callable[[set[Doc]], tuple[list[tuple[Doc, float]], set[Doc]]]
-    if len(distinct) > _MAX_SQL_GROUPS:
+    if _packs.eligible(where):
+        ranking = functools.partial(
+            _packs.rank,
+            connection,
+            where,
+            params,
+            query,
+            top_k,
+            tie_keys=_tie_keys_statement(dialect),
+        )
+    elif len(distinct) > _MAX_SQL_GROUPS:
         ranking = functools.partial(
             _rank_in_python, connection, dialect, shape, params, groups, tokens, top_k
         )
