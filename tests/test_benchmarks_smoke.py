@@ -251,3 +251,91 @@ def test_the_learn_benchmark_runs_quick_and_reports_its_structure(tmp_path: Path
     assert machine["cpu_model"]
     assert "load_average_at_start" in machine
     assert "load_average_at_end" in machine
+
+
+def test_engine_fts_runs_tiny_and_measures_both_sides(tmp_path: Path) -> None:
+    """``python -m benchmarks.engine_fts`` at a tiny size (200 memories of one person, 20
+    persons x 5, 5 queries; SQLite and the local driver): every goal has both sides
+    measured, ratios are positive, the SDK's recalls equal plaintext BM25 on the sampled
+    queries, the FTS5 baseline indexes exactly the SDK's terms, and the tables are rendered.
+    No timing assertion."""
+    data = _data_file()
+    if not data.is_file():
+        message = f"LoCoMo data missing at {data}: the engine_fts smoke run needs it"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    out = tmp_path / "engine-fts.json"
+    page_file = tmp_path / "engine-fts.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.engine_fts", "--sizes", "200", "--queries", "5",
+         "--persons", "20", "--per-person", "5", "--remember-n", "5", "--bulk-n", "50",
+         "--exact-queries", "10", "--drivers", "sqlite,local", "--no-strace",
+         "--out", str(out), "--markdown", str(page_file), "--workdir", str(tmp_path / "work")],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, DATA_ENV: str(data.parent)},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["benchmark"] == "engine-fts"
+    machine = result["machine"]
+    assert machine["logical_cpus"] >= 1
+    assert "load_average_at_start" in machine
+    assert "load_average_at_end" in machine
+    assert result["data"]["texts"] >= 200
+    assert set(result["sections"]) == {"recall", "local", "persons", "remember", "bulk",
+                                       "vectors"}
+
+    def both_sides(point: dict[str, Any], n: int) -> None:
+        assert point["sdk"]["n"] == point["baseline_ms"]["n"] == n
+        assert 0.0 < point["sdk"]["p50_ms"] <= point["sdk"]["p95_ms"]
+        assert 0.0 < point["baseline_ms"]["p50_ms"] <= point["baseline_ms"]["p95_ms"]
+        assert point["ratio_p50"] > 0 and point["ratio_p95"] > 0
+
+    [sqlite] = result["recall"]["sqlite"]
+    [local] = result["local"]["points"]
+    for point in (sqlite, local):
+        assert point["memories"] == 200
+        both_sides(point, 5)
+        assert point["exact"]["equal"] == point["exact"]["queries"] == 10
+        assert point["exact"]["max_score_difference"] == 0.0
+        assert point["same_terms"]["identical"] is True
+        assert point["same_terms"]["sdk_terms"] > 0
+        assert point["driver_search"]["p50_ms"] > 0.0
+        assert 0.0 < point["driver_search_share_of_recall"] <= 1.0
+        assert point["storage"]["ratio"] > 0
+    assert sqlite["per_recall"]["begin"] >= 1
+    cold = local["cold"]
+    assert cold["first_recall_ms"] > 0 and cold["fts5_first_query_ms"] > 0
+    assert cold["sdk"]["peak_mib"] >= cold["sdk"]["after_import_mib"] > 0
+    assert cold["fts5"]["peak_mib"] > 0
+    persons = result["persons"]["sqlite"]
+    assert (persons["persons"], persons["memories_per_person"]) == (20, 5)
+    both_sides(persons, 5)
+    assert persons["storage"]["ratio"] > 0
+    for driver in ("sqlite", "local"):
+        remember = result["remember"][driver]
+        both_sides(remember, 5)
+        bulk = result["bulk"][driver]
+        assert bulk["memories"] == 50
+        assert len(bulk["baseline_per_s"]) == 2 and min(bulk["baseline_per_s"]) > 0
+        for side in ("embedder=None", "default embedder"):
+            assert bulk[side]["per_s"] > 0 and bulk[side]["ratio_baseline_over_sdk"] > 0
+        [vectors] = result["vectors"][driver]
+        assert vectors["embedder"]
+        for side in ("hybrid", "text_same_store", "numpy_brute_force"):
+            assert vectors[side]["n"] == 5 and vectors[side]["p50_ms"] > 0
+    assert result["remember"]["sqlite"]["per_remember"]["begin"] >= 1
+    assert result["remember"]["local"]["python_fsyncs_per_remember"] >= 1  # durable
+    names = {goal["goal"]: goal for goal in result["goals"]}
+    for goal in names.values():
+        assert goal["met"] in {True, False, None}
+    assert names["recall equals plaintext BM25, 200 (sqlite)"]["met"] is True
+    assert names["local recall equals plaintext BM25, 200"]["met"] is True
+    assert "recall ÷ FTS, 200 memories (sqlite)" in names
+    assert names["local warm recall ÷ bm25s, 200"]["met"] is None or result["bm25s"] == "installed"
+    page = page_file.read_text(encoding="utf-8")
+    for heading in ("### Goals", "### Recall, one person", "### The local driver",
+                    "### Many persons", "### remember", "### Bulk write", "### Hybrid recall",
+                    "### Storage"):
+        assert heading in page, heading
