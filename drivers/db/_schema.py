@@ -1,6 +1,6 @@
 """The db driver's tables and their versioned, explicit migrations (``memory db upgrade URL``).
 
-Schema version 4 (the current one)::
+Schema version 5 (the current one)::
 
     memory_versions   one row per version of a memory                  (tenant data, RLS)
         UNIQUE (tenant, app, memory_id, version)   the optimistic-concurrency key (the
@@ -43,6 +43,15 @@ Schema version 4 (the current one)::
         PK (tenant, app, subject, tag, doc)    a tag's documents, in doc order: a filter's
                                                tag clause as one range (SQLite WITHOUT ROWID)
         memory_tags_doc  (tenant, doc): a version's tags, for loading rows and erase
+    memory_stats      one row per subject: its live versions' count and summed length,
+                      the live versions not packed yet and the packed ones no longer live
+                                                                       (tenant data, RLS)
+        PK (tenant, app, subject)
+    memory_packs      one row per subject, blind term and chunk of packed postings of
+                      live versions: (doc, tf, length) records   (tenant data, RLS)
+        PK (tenant, app, subject, term, upto)  upto: the chunk's greatest doc
+    memory_versions_special  partial index of current session-only or quarantined versions
+                             by (tenant, app, subject, session)
     memory_schema     one row per applied schema version               (no tenant data)
 
 Version 1 had memory_postings keyed by (tenant, app, subject, term, memory_id, version), no
@@ -50,14 +59,16 @@ Version 1 had memory_postings keyed by (tenant, app, subject, term, memory_id, v
 Version 2 had no memory_links; :func:`_migrate_v3` adds it (and nothing else), empty, with
 the same grants, policy and forced row-level security as the other tenant tables. Version 3
 had no memory_tags; :func:`_migrate_v4` adds it the same way (existing versions get no tags).
+Version 4 had no memory_stats, memory_packs nor memory_versions_special; :func:`_migrate_v5`
+adds them and fills the first two from the live versions (drivers/db/_packs.py, ADR 0099).
 
 On PostgreSQL the tables live in the schema ``mainsdk_memory``; on SQLite in the main
 database. Every primary key and unique index leads with ``tenant``, the distribution key for
 partitioning or Citus (docs/scaling.md). Keys live in the key store, never here.
 
 A migration's DDL is frozen once released: :func:`tables_v1` builds version 1's tables,
-:func:`_migrate_v2`, :func:`_migrate_v3` and :func:`_migrate_v4` hold versions 2's to 4's DDL
-as written; the driver reads and writes through :func:`tables_v4`. A brand-new database runs
+:func:`_migrate_v2` to :func:`_migrate_v5` hold versions 2's to 5's DDL
+as written; the driver reads and writes through :func:`tables_v5`. A brand-new database runs
 every migration in order, so it ends with the same tables as an upgraded one.
 """
 
