@@ -102,12 +102,15 @@ def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> bui
 class _Pending:
     """What waits for the end of the unit of work bound on this thread."""
 
-    __slots__ = ("committed", "memo", "rolled_back")
+    __slots__ = ("atomic", "committed", "memo", "rolled_back")
 
     def __init__(self) -> None:
         self.committed: builtins.list[Callable[[], object]] = []
         self.rolled_back: builtins.list[Callable[[], object]] = []
         self.memo: dict[Hashable, object] = {}
+        self.atomic = False
+        """Whether the driver's unit really is one transaction (else nothing rolls back, so
+        nothing may be undone)."""
 
 
 class GuardedStore:
@@ -182,8 +185,10 @@ class GuardedStore:
         pending = _Pending()
         token = self._pending.set(pending)
         opener: Any = getattr(self.driver, "unit", None)
+        unit = opener() if callable(opener) else contextlib.nullcontext()
+        pending.atomic = not isinstance(unit, contextlib.nullcontext)
         try:
-            with opener() if callable(opener) else contextlib.nullcontext():
+            with unit:
                 yield
         except BaseException:
             self._pending.reset(token)
@@ -213,9 +218,10 @@ class GuardedStore:
 
     def on_rollback(self, undo: Callable[[], object]) -> None:
         """Run ``undo`` if the unit of work bound on this thread rolls back (nothing, when no
-        unit is: each step then failed, or not, on its own)."""
+        unit is, or the driver's unit does nothing: each step then failed, or not, on its
+        own, and what it stored stays stored)."""
         pending = self._pending.get()
-        if pending is not None:
+        if pending is not None and pending.atomic:
             pending.rolled_back.append(undo)
 
     # -- writes: the driver's own ---------------------------------------------------------

@@ -1,6 +1,7 @@
 """The db driver's packed live postings: exact BM25 through every write, nothing left by erase.
 
-Chunks and tails are made tiny here (a tail of 3 versions, chunks of 4 postings) so a few
+Chunks and tails are made tiny here (a tail of 3 versions, chunks of 4 postings, the
+candidates cut at k + 16 however few) so a few
 dozen writes pack, merge, split, close and erase many times; every search is compared with
 :func:`bm25_rank` over the rows the test knows are stored, and the statistics with a count
 of the live versions.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -31,6 +33,7 @@ pytestmark = pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indi
 def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_packs, "TAIL", 3)
     monkeypatch.setattr(_packs, "CHUNK", 4)
+    monkeypatch.setattr(_packs, "_SMALL", 0)  # the candidates' cut at k + 16, even here
 
 
 @pytest.fixture
@@ -49,32 +52,35 @@ def _same(got: list[tuple[StoredRow, float]], want: list[tuple[StoredRow, float]
 def _packed(driver: DbDriver, tenant: str) -> dict[tuple[str, str], list[int]]:
     """Every chunk's documents, by (subject, term), as stored."""
     k = PACKS.c
-    found: dict[tuple[str, str], list[int]] = {}
+    found: dict[tuple[str, str, str], list[int]] = {}
     with transaction(driver.engine, driver.dialect, tenant=tenant, write=False) as connection:
-        for subject, term, upto, blob in connection.execute(
-            select(k.subject, k.term, k.upto, k.postings)
+        for subject, agent, term, upto, blob in connection.execute(
+            select(k.subject, k.agent, k.term, k.upto, k.postings)
             .where(k.tenant == tenant)
-            .order_by(k.subject, k.term, k.upto)
+            .order_by(k.subject, k.agent, k.term, k.upto)
         ):
             docs = np.frombuffer(bytes(blob), dtype=_packs._RECORD)["doc"].tolist()
             assert docs == sorted(docs) and docs[-1] == upto  # ordered, keyed by the last
             assert len(docs) <= _packs.CHUNK
-            found.setdefault((subject, term), []).extend(docs)
-    for docs in found.values():
+            found.setdefault((subject, agent, term), []).extend(docs)
+    by_term: dict[tuple[str, str], list[int]] = {}
+    for (subject, _agent, term), docs in found.items():
         assert docs == sorted(set(docs))  # a term's chunks cover disjoint, rising ranges
-    return found
+        by_term.setdefault((subject, term), []).extend(docs)
+    return {key: sorted(docs) for key, docs in by_term.items()}
 
 
 def _stats(driver: DbDriver, tenant: str) -> dict[tuple[str, str], tuple[int, int]]:
     s = STATS.c
+    stats: dict[tuple[str, str], tuple[int, int]] = {}
     with transaction(driver.engine, driver.dialect, tenant=tenant, write=False) as connection:
-        return {
-            (app, subject): (int(docs), int(total))
-            for app, subject, docs, total in connection.execute(
-                select(s.app, s.subject, s.docs, s.total).where(s.tenant == tenant)
-            )
-            if docs or total
-        }
+        for app, subject, docs, total in connection.execute(
+            select(s.app, s.subject, s.docs, s.total).where(s.tenant == tenant)
+        ):
+            if docs or total:
+                before = stats.get((app, subject), (0, 0))
+                stats[(app, subject)] = (before[0] + int(docs), before[1] + int(total))
+    return stats
 
 
 def _doc_ids(driver: DbDriver, tenant: str) -> set[int]:
@@ -97,6 +103,15 @@ def _filters(rng: random.Random, tenant: str) -> list[Filter]:
     subjects = rng.choice([("p_ada", "tenant"), ("p_ada",), ("p_bob", "tenant")])
     return [
         Filter(tenant=tenant, app="app", subjects=subjects),
+        Filter(tenant=tenant, app="app", subjects=subjects, written_by=rng.choice(["bot", "aide"])),
+        Filter(
+            tenant=tenant,
+            app="app",
+            subjects=subjects,
+            session="s2",
+            written_by="aide",
+            retention=(("personal", instant(rng)),),
+        ),
         Filter(tenant=tenant, app="app", subjects=subjects, session=rng.choice(["s1", "s2"])),
         Filter(tenant=tenant, app="app", subjects=subjects, any_session=True),
         Filter(
@@ -131,6 +146,7 @@ def test_search_stays_exact_through_puts_revisions_and_erases(
                 memory_id=memory_id(serial),
                 labels=rng.choice([("personal",), ("none",), ("personal", "health")]),
                 trust=rng.choice(TRUSTS),
+                agent=rng.choice(["bot", "bot", "aide"]),
                 session=session,
                 session_only=session is not None and rng.random() < 0.4,
                 created_at=start,
@@ -151,6 +167,7 @@ def test_search_stays_exact_through_puts_revisions_and_erases(
                 valid_from=when,
                 recorded_at=when,
                 trust=rng.choice(TRUSTS),
+                agent=rng.choice([old.agent, old.agent, "aide"]),  # another agent revises
                 terms=terms,
                 length=length,
             )
@@ -223,7 +240,9 @@ def test_an_erase_leaves_no_posting_of_the_memory_in_any_chunk(
     assert ("p_ada", "t_0") not in packed and ("p_ada", "t_5") not in packed
     s = STATS.c
     with transaction(driver.engine, driver.dialect, tenant="acme", write=False) as connection:
-        tail, dead = connection.execute(select(s.tail, s.dead).where(s.subject == "p_ada")).one()
+        tail, dead = connection.execute(
+            select(s.tail, s.dead).where(s.subject == "p_ada", s.agent == "bot")
+        ).one()
     assert not {str(doc) for doc in erased_docs} & set(f"{tail}{dead}".split(","))
     assert _stats(driver, "acme") == {("app", "p_ada"): (10, 30)}
 
@@ -274,3 +293,46 @@ def test_an_upgraded_store_gets_the_statistics_and_packs_of_its_live_rows(
     _same(driver.search(where, [{"t_a"}, {"t_c"}], top_k=9),
           bm25_rank([r for r in rows if where.matches(r)], [{"t_a"}, {"t_c"}], 9))
     assert upgrade(store_url) == (5, 5)  # already current: nothing to do
+
+
+def test_a_put_racing_a_bulk_load_of_its_subject_waits_and_keeps_the_packs_ordered(
+    small: None, driver: DbDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On PostgreSQL a document id is given at INSERT; were the statistics row locked only
+    # later, a put between a bulk load's INSERTs and its packing would pack a lower id after a
+    # higher one, and an erase could no longer find it. Every write locks the row first.
+    monkeypatch.setattr(_packs, "TAIL", 1)
+    loading, put_done = threading.Event(), threading.Event()
+    overlapped: list[bool] = []
+    pack = _packs.put_many
+
+    def slow_pack(connection: object, rows: object) -> None:
+        loading.set()
+        overlapped.append(put_done.wait(timeout=1.0))  # the put must not get through now
+        pack(connection, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_packs, "put_many", slow_pack)
+    rows = [make_row(memory_id=memory_id(n), terms={"t_a": 1}, length=1) for n in range(1, 6)]
+    late = make_row(memory_id=memory_id(9), terms={"t_a": 1}, length=1)
+    loader = threading.Thread(target=driver.bulk_put, args=(rows,))
+    loader.start()
+    assert loading.wait(timeout=30)
+
+    def put_late() -> None:
+        driver.put(late)
+        put_done.set()
+
+    writer = threading.Thread(target=put_late)
+    writer.start()
+    loader.join(timeout=60)
+    writer.join(timeout=60)
+    assert overlapped == [False] and put_done.is_set()
+    _packed(driver, "acme")  # every chunk ordered, ranges disjoint
+    where = Filter(tenant="acme", app="app", subjects=("p_ada",))
+    _same(driver.search(where, [{"t_a"}], top_k=10), bm25_rank([*rows, late], [{"t_a"}], 10))
+    driver.erase("acme", "app", "p_ada", late.memory_id)
+    assert len(_doc_ids(driver, "acme")) == 5
+    assert {doc for docs in _packed(driver, "acme").values() for doc in docs} == _doc_ids(
+        driver, "acme"
+    )
+    _same(driver.search(where, [{"t_a"}], top_k=10), bm25_rank(rows, [{"t_a"}], 10))

@@ -227,17 +227,19 @@ def test_two_processes_writing_links_at_once_lose_nothing(tmp_path: Path) -> Non
 
 def _as_version_2(driver: DbDriver) -> None:
     """Take a current store back to schema version 2: no links table (version 3), no tags
-    table (version 4), no row for either version."""
+    table (version 4), no statistics, packs nor index of special rows (version 5), no row
+    for any of those versions."""
     prefix = "" if driver.dialect == "sqlite" else f"{PG_SCHEMA}."
     with driver.engine.begin() as connection:
-        for table in ("memory_tags", "memory_links"):
+        for table in ("memory_tags", "memory_links", "memory_stats", "memory_packs"):
             connection.execute(text(f"DROP TABLE {prefix}{table}"))
+        connection.execute(text(f"DROP INDEX {prefix}memory_versions_special"))
         connection.execute(text(f"DELETE FROM {prefix}memory_schema WHERE version >= 3"))  # noqa: S608
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgresql"], indirect=True)
 def test_a_version_2_store_is_refused_then_upgraded_to_hold_links(store_url: str) -> None:
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     kept = make_row(memory_id=memory_id(1))
     with DbDriver(store_url) as driver:
         driver.put(kept, vector=b"sealed embedding")

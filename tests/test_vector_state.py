@@ -1,6 +1,6 @@
-"""A driver's vector state (optional: local and PostgreSQL have it, SQLite says ``None``):
-while it is unchanged a recall reads no vectors, and every change that alters what
-``vectors()`` returns changes it. Every driver."""
+"""A driver's vector state (every driver here has one: the local driver's, and the db driver's
+per-subject change counter on SQLite and PostgreSQL): while it is unchanged a recall reads
+no vectors, and every change that alters what ``vectors()`` returns changes it. Every driver."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from mainsdk_memory.drivers import VectorDriver
 
 
 def _tells(memory: Memory) -> bool:
-    """Whether the driver gives a vector state (SQLite's rowids can be reused: it does not)."""
-    return getattr(memory.driver, "dialect", None) != "sqlite"
+    """Whether the driver gives a vector state (every driver here does)."""
+    return True
 
 
 def _state_and_entries(memory: Memory) -> tuple[object, list[object]]:

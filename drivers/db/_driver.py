@@ -22,12 +22,15 @@ removes it as any other, and :meth:`DbDriver.damaged` names a subject's damaged 
 
 from __future__ import annotations
 
+import bisect
 import builtins  # the method `list` shadows the builtin in annotations
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import json
 import secrets
+from collections import OrderedDict
 from collections.abc import Collection, Container, Hashable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -89,9 +92,12 @@ from mainsdk_memory.drivers.db._schema import (
     CONTROL,
     EMBEDDINGS,
     LINKS,
+    METADATA,
     POSTINGS,
     SCHEMA,
+    STATS,
     TAGS,
+    TENANT_TABLES,
     VERSIONS,
     UtcTimestamp,
     apply_migrations,
@@ -218,7 +224,9 @@ def _gone(found: Row[Any], *, current: bool) -> _packs.Gone:
     """A version leaving the live set, from its ``doc``, ``length``, ``session_only`` and
     ``trust`` cells (``current``: it had no ``valid_to``)."""
     live = current and not found.session_only and found.trust != QUARANTINED_TRUST
-    return _packs.Gone(doc=int(found.doc), length=int(found.length), live=bool(live))
+    return _packs.Gone(
+        doc=int(found.doc), length=int(found.length), live=bool(live), agent=str(found.agent)
+    )
 
 
 def _stored_row(
@@ -317,13 +325,16 @@ def _memory_clauses(
     return (v.tenant == tenant, v.app == app, v.subject == subject, v.memory_id == memory_id)
 
 
-def _vector_state_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
-    """How many of a scope's rows have an embedding, and the greatest and the sum of their
-    document ids, from the covering index alone (``doc`` is in it)."""
+@functools.lru_cache(maxsize=32)
+def _labelled_statement(dialect: str, shape: ScopeShape) -> Select[Any]:
+    """The creation times of the rows with an embedding that the scope would hold without
+    its retention rules and that carry the label ``:label``."""
     v = VERSIONS.c
-    return select(
-        func.count(), func.coalesce(func.max(v.doc), 0), func.coalesce(func.sum(v.doc), 0)
-    ).where(*scope_clauses(shape, dialect), v.embedded.is_(True))
+    return select(v.created_at).where(
+        *scope_clauses(dataclasses.replace(shape, retention=0), dialect),
+        v.embedded.is_(True),
+        has_label(dialect, bindparam("label")),
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -392,6 +403,9 @@ class DbDriver(BaseDriver):
         self.root: Path | None = self._target.path
         """The SQLite database file (``Memory.open`` keeps the key store outside it)."""
         self._engine: Engine = make_engine(self._target, pool_size=pool_size)
+        self._labelled: OrderedDict[Hashable, tuple[builtins.list[datetime], ...]] = OrderedDict()
+        """Per filter digest and subject counters, the sorted creation times of the rows with
+        an embedding that carry each retention label (:meth:`vector_state`)."""
         try:
             self._check_schema()
         except BaseException:
@@ -612,6 +626,10 @@ class DbDriver(BaseDriver):
                 with transaction(
                     self._engine, self.dialect, tenant=row.tenant, write=True
                 ) as connection:
+                    # The subject's statistics row first, locked until the commit: document
+                    # ids of one subject are then given in the order its writes pack them
+                    # (ADR 0099), and every write of a subject takes its locks in one order.
+                    _packs.touch(connection, row.tenant, row.app, row.subject)
                     revised: _packs.Gone | None = None
                     if closes is not None:
                         if row.version != closes + 1:
@@ -627,7 +645,7 @@ class DbDriver(BaseDriver):
                                 v.valid_to.is_(None),
                             )
                             .values(valid_to=row.valid_from)
-                            .returning(v.doc, v.length, v.session_only, v.trust)
+                            .returning(v.doc, v.length, v.session_only, v.trust, v.agent)
                         ).all()
                         if len(closed) != 1:
                             raise MemoryConflictError
@@ -700,6 +718,9 @@ class DbDriver(BaseDriver):
                 with transaction(
                     self._engine, self.dialect, tenant=tenant, write=True
                 ) as connection:
+                    # Every subject's statistics row first, in one order (as put does).
+                    for app, subject in sorted({(row.app, row.subject) for row in rows}):
+                        _packs.touch(connection, tenant, app, subject)
                     loaded: builtins.list[tuple[StoredRow, int]] = []
                     for start in range(0, len(rows), _CHUNK):
                         chunk = rows[start : start + _CHUNK]
@@ -871,6 +892,7 @@ class DbDriver(BaseDriver):
             )
             if changed.rowcount != 1:
                 raise MemoryConflictError
+            _packs.touch(connection, tenant, app, subject)  # a pinned filter sees it
 
     def put_vector(
         self, tenant: str, app: str, subject: str, memory_id: str, version: int, sealed: bytes
@@ -914,6 +936,7 @@ class DbDriver(BaseDriver):
                     "sealed": bytes(sealed),
                 },
             )
+            _packs.touch(connection, tenant, app, subject)
 
     def list(
         self, where: Filter, *, limit: int, after: tuple[datetime, str] | None = None
@@ -967,32 +990,73 @@ class DbDriver(BaseDriver):
 
     def vector_state(self, where: Filter) -> Hashable | None:
         """A token that stays equal while :meth:`vectors` for ``where`` would return the same
-        entries, on PostgreSQL: the count, greatest and sum of the document ids of the rows
-        ``where`` selects that have an embedding. An identity column never gives an id twice,
-        so a version added, closed, erased or given an embedding changes it; a filter with
-        ``memory_ids`` or tag clauses adds a digest of them, so two such filters never share a
-        token.
-        ``None`` on SQLite, whose rowid can be given again after the newest row is deleted
-        (the caller then reads the vectors)."""
-        if self.dialect != "postgresql":
-            return None
+        entries, on both dialects: each subject's change counter (``memory_stats.changes``,
+        bumped in the transaction of every write that can change what a filter over the
+        subject returns, and never reset) with a digest of the filter itself, so two filters
+        never share a token. One primary-key read.
+
+        Retention cutoffs move with the clock, so a filter with them adds, per rule, how
+        many of the rows it would otherwise see carry the label and were created before the
+        cutoff: with the counters unchanged those rows are the first of that label by
+        creation time, so the count fixes which. The labelled rows' creation times are read
+        once per counters and kept (the counters are read again after them, and a write in
+        between gives ``None``: the caller then reads the vectors)."""
+        subjects = tuple(where.subjects)
+        named = [
+            where.tenant,
+            where.app,
+            subjects,
+            where.session,
+            None if where.kinds is None else sorted(where.kinds),
+            None if where.as_of is None else where.as_of.isoformat(),
+            where.pinned,
+            where.written_by,
+            where.any_session,
+            None if where.memory_ids is None else sorted(where.memory_ids),
+            [sorted(clause) for clause in where.tags],
+            sorted(where.tags_absent),
+            [label for label, _ in where.retention],
+        ]
+        digest = hashlib.blake2b(json.dumps(named).encode("utf-8"), digest_size=16).hexdigest()
+        s = STATS.c
+        counters = select(s.subject, s.changes).where(
+            s.tenant == where.tenant,
+            s.app == where.app,
+            s.subject.in_(sorted(set(subjects))),
+            s.agent == "",  # the subject's own row: every write of the subject raises it
+        )
         with (
             translated("reading embeddings"),
             transaction(self._engine, self.dialect, tenant=where.tenant, write=False) as connection,
         ):
-            count, greatest, total = connection.execute(
-                _vector_state_statement(self.dialect, scope_shape(where)), scope_params(where)
-            ).one()
-        state = (int(count), int(greatest), int(total))
-        if where.memory_ids is None and not where.tags and not where.tags_absent:
-            return state
-        named = [
-            None if where.memory_ids is None else sorted(where.memory_ids),
-            [sorted(clause) for clause in where.tags],
-            sorted(where.tags_absent),
-        ]
-        digest = hashlib.blake2b(json.dumps(named).encode("utf-8"), digest_size=16)
-        return (*state, digest.hexdigest())
+            changes = {str(row[0]): int(row[1]) for row in connection.execute(counters)}
+            token = (digest, *(changes.get(subject, 0) for subject in subjects))
+            if not where.retention:
+                return token
+            labelled = self._labelled.get(token)
+            if labelled is None:
+                statement = _labelled_statement(self.dialect, scope_shape(where))
+                params = scope_params(where)
+                labelled = tuple(
+                    sorted(
+                        connection.execute(
+                            statement, {**params, "label": params[f"retention_label_{index}"]}
+                        ).scalars()
+                    )
+                    for index in range(len(where.retention))
+                )
+                if {str(row[0]): int(row[1]) for row in connection.execute(counters)} != changes:
+                    return None  # a write between the two reads: read the vectors
+                self._labelled[token] = labelled
+                while len(self._labelled) > 64:
+                    self._labelled.popitem(last=False)
+        return (
+            *token,
+            *(
+                bisect.bisect_left(times, cutoff)
+                for times, (_, cutoff) in zip(labelled, where.retention, strict=True)
+            ),
+        )
 
     def vectors(
         self, where: Filter, *, known: Container[tuple[str, int]] = frozenset()
@@ -1050,6 +1114,7 @@ class DbDriver(BaseDriver):
             translated("erasing a memory"),
             transaction(self._engine, self.dialect, tenant=tenant, write=True) as connection,
         ):
+            _packs.touch(connection, tenant, app, subject)  # locks first, as put takes them
             erased = connection.execute(
                 select(
                     v.version,
@@ -1057,6 +1122,7 @@ class DbDriver(BaseDriver):
                     v.length,
                     v.session_only,
                     v.trust,
+                    v.agent,
                     v.valid_to.is_(None).label("current"),
                 )
                 .where(
@@ -1313,7 +1379,8 @@ class DbDriver(BaseDriver):
                         "raw_dump on PostgreSQL needs a superuser or BYPASSRLS URL: row-level "
                         "security hides every row from anyone else."
                     )
-            for table in (SCHEMA, VERSIONS, POSTINGS, EMBEDDINGS, CONTROL, LINKS, TAGS):
+            # Every table of the schema, so a new one is never left out of the dump.
+            for table in (SCHEMA, *(METADATA.tables[f"{PG_SCHEMA}.{n}"] for n in TENANT_TABLES)):
                 order = list(table.primary_key.columns)
                 result = connection.execute(select(table).order_by(*order))
                 try:

@@ -85,6 +85,7 @@ __all__ = [
     "rank",
     "rebuild",
     "special_clause",
+    "touch",
 ]
 
 #: The most postings one chunk of ``memory_packs`` holds.
@@ -96,6 +97,7 @@ _RECORD = np.dtype([("doc", "<i8"), ("tf", "<i4"), ("length", "<i4")])
 _EMPTY = ","
 _MARGIN = 16
 _EPSILON = 1e-9
+_SMALL = 256  # candidates re-scored all at once rather than the best k + _MARGIN
 
 Doc = int
 
@@ -120,9 +122,9 @@ def live_clause() -> ColumnElement[bool]:
 
 
 def eligible(where: Filter) -> bool:
-    """Whether ``where``'s corpus is its subjects' live sets, plus the special rows its
-    session may see, less the rows past retention: no kind, pin, agent, memory, tag or time
-    rule."""
+    """Whether ``where``'s corpus is its subjects' live sets (of one writing agent, or all),
+    plus the special rows its session may see, less the rows past retention: no kind, pin,
+    memory, tag or time rule."""
     shape = scope_shape(where)
     return _eligible_shape(shape)
 
@@ -132,7 +134,6 @@ def _eligible_shape(shape: ScopeShape) -> bool:
         shape.kinds is None
         and not shape.as_of
         and shape.pinned is None
-        and not shape.written_by
         and shape.memory_ids is None
         and shape.tags == 0
         and not shape.tags_absent
@@ -168,6 +169,8 @@ class Gone:
     doc: Doc
     length: int
     live: bool
+    agent: str = ""
+    """The version's writing agent (its live set is the subject's and the agent's)."""
 
 
 def _upsert(
@@ -175,6 +178,7 @@ def _upsert(
     tenant: str,
     app: str,
     subject: str,
+    agent: str,
     *,
     docs: int,
     total: int,
@@ -182,12 +186,14 @@ def _upsert(
     waiting: int,
 ) -> int:
     """Add to the subject's statistics (creating them): counts added, ``tail`` appended.
-    Returns how many versions now wait in ``tail``."""
+    Returns how many versions now wait in ``tail``. The subject's ``changes`` goes up by one.
+    """
     statement = text(
         f"INSERT INTO {_table(connection, 'memory_stats')} "  # noqa: S608 - constant names
-        "(tenant, app, subject, docs, total, tail, waiting, dead) "
-        "VALUES (:tenant, :app, :subject, :docs, :total, :tail, :waiting, ',') "
-        "ON CONFLICT (tenant, app, subject) DO UPDATE SET "
+        "(tenant, app, subject, agent, docs, total, tail, waiting, dead, changes) "
+        "VALUES (:tenant, :app, :subject, :agent, :docs, :total, :tail, :waiting, ',', 1) "
+        "ON CONFLICT (tenant, app, subject, agent) DO UPDATE SET "
+        "changes = memory_stats.changes + 1, "
         "docs = memory_stats.docs + excluded.docs, "
         "total = memory_stats.total + excluded.total, "
         "tail = memory_stats.tail || substr(excluded.tail, 2), "
@@ -201,6 +207,7 @@ def _upsert(
                 "tenant": tenant,
                 "app": app,
                 "subject": subject,
+                "agent": agent,
                 "docs": docs,
                 "total": total,
                 "tail": tail,
@@ -220,42 +227,49 @@ def put_one(
     """Keep the statistics and packs of ``row``'s subject as ``put`` changes them: version
     ``doc`` added, and ``closed`` (the version it revises, if any) closed."""
     if closed is not None and closed.live:
-        _leave(connection, row.tenant, row.app, row.subject, [closed], erased=False)
+        _leave(
+            connection, row.tenant, row.app, row.subject, closed.agent, [closed], erased=False
+        )
     live = is_live(row)
+    if not live:
+        return
     waiting = _upsert(
         connection,
         row.tenant,
         row.app,
         row.subject,
+        row.agent,
         docs=1 if live else 0,
         total=row.length if live else 0,
         tail=f",{doc}," if live else _EMPTY,
         waiting=1 if live else 0,
     )
     if waiting >= TAIL:
-        _pack(connection, row.tenant, row.app, row.subject)
+        _pack(connection, row.tenant, row.app, row.subject, row.agent)
 
 
 def put_many(connection: Connection, rows: Sequence[tuple[StoredRow, Doc]]) -> None:
     """The same for a bulk load of ``(row, doc)`` pairs (no revisions: rows go in as they
     are); every subject with :data:`TAIL` versions waiting is packed."""
-    by_subject: dict[tuple[str, str, str], list[tuple[StoredRow, Doc]]] = {}
+    by_subject: dict[tuple[str, str, str, str], list[tuple[StoredRow, Doc]]] = {}
     for row, doc in rows:
-        by_subject.setdefault((row.tenant, row.app, row.subject), []).append((row, doc))
-    for (tenant, app, subject), members in sorted(by_subject.items()):
-        live = [(row, doc) for row, doc in members if is_live(row)]
+        if is_live(row):
+            key = (row.tenant, row.app, row.subject, row.agent)
+            by_subject.setdefault(key, []).append((row, doc))
+    for (tenant, app, subject, agent), live in sorted(by_subject.items()):
         waiting = _upsert(
             connection,
             tenant,
             app,
             subject,
+            agent,
             docs=len(live),
             total=sum(row.length for row, _ in live),
             tail=_listed(doc for _, doc in live),
             waiting=len(live),
         )
         if waiting >= TAIL:
-            _pack(connection, tenant, app, subject, {doc: row for row, doc in live})
+            _pack(connection, tenant, app, subject, agent, {doc: row for row, doc in live})
 
 
 def forget(
@@ -264,17 +278,30 @@ def forget(
     """Keep the statistics and packs as an erase changes them: every version in ``gone``
     leaves the store, and no chunk keeps a posting of it. Call it before the postings are
     deleted (it reads them to find the chunks)."""
+    by_agent: dict[str, list[Gone]] = {}
+    for version in gone:
+        by_agent.setdefault(version.agent, []).append(version)
+    for agent, versions in sorted(by_agent.items()):
+        _leave(connection, tenant, app, subject, agent, versions, erased=True)
     if gone:
-        _leave(connection, tenant, app, subject, gone, erased=True)
+        touch(connection, tenant, app, subject)
+
+
+def touch(connection: Connection, tenant: str, app: str, subject: str) -> None:
+    """Count one change to the subject's rows (``memory_stats.changes``), creating its
+    statistics row if it has none yet: every write that can change what ``vectors()`` or
+    a filter over the subject returns calls this, in its transaction, first (it is the
+    subject's lock row: agent ``""``, which holds no versions)."""
+    _upsert(connection, tenant, app, subject, "", docs=0, total=0, tail=_EMPTY, waiting=0)
 
 
 def _stats_row(
-    connection: Connection, tenant: str, app: str, subject: str
+    connection: Connection, tenant: str, app: str, subject: str, agent: str
 ) -> tuple[str, str] | None:
     """The subject's ``tail`` and ``dead``, locked for this transaction (PostgreSQL)."""
     s = STATS.c
     statement = select(s.tail, s.dead).where(
-        s.tenant == tenant, s.app == app, s.subject == subject
+        s.tenant == tenant, s.app == app, s.subject == subject, s.agent == agent
     )
     if connection.dialect.name == "postgresql":
         statement = statement.with_for_update()
@@ -287,13 +314,14 @@ def _leave(
     tenant: str,
     app: str,
     subject: str,
+    agent: str,
     gone: Sequence[Gone],
     *,
     erased: bool,
 ) -> None:
     """Versions leave the live set (a close) or the store (an erase, ``erased``)."""
     s = STATS.c
-    found = _stats_row(connection, tenant, app, subject)
+    found = _stats_row(connection, tenant, app, subject, agent)
     if found is None:  # a store loaded before its statistics (never by this driver)
         return
     tail, dead = (set(_docs(listed).tolist()) for listed in found)
@@ -301,7 +329,7 @@ def _leave(
     packed = [g.doc for g in gone if g.doc not in tail]
     if erased:
         # Every chunk that holds an erased version is rewritten without it.
-        _unpack(connection, tenant, app, subject, packed)
+        _unpack(connection, tenant, app, subject, agent, packed)
         dead -= {g.doc for g in gone}
     else:
         dead |= {g.doc for g in live if g.doc not in tail}
@@ -309,7 +337,7 @@ def _leave(
     tail -= {g.doc for g in gone}
     connection.execute(
         update(STATS)
-        .where(s.tenant == tenant, s.app == app, s.subject == subject)
+        .where(s.tenant == tenant, s.app == app, s.subject == subject, s.agent == agent)
         .values(
             docs=s.docs - len(live),
             total=s.total - sum(g.length for g in live),
@@ -321,7 +349,7 @@ def _leave(
 
 
 def _unpack(
-    connection: Connection, tenant: str, app: str, subject: str, docs: Sequence[Doc]
+    connection: Connection, tenant: str, app: str, subject: str, agent: str, docs: Sequence[Doc]
 ) -> None:
     """Rewrite every chunk holding a posting of ``docs`` without it (a chunk left empty is
     deleted)."""
@@ -338,6 +366,7 @@ def _unpack(
                 k.tenant == tenant,
                 k.app == app,
                 k.subject == subject,
+                k.agent == agent,
                 k.term == term,
                 k.upto >= doc,
             )
@@ -346,7 +375,12 @@ def _unpack(
             chunks.setdefault((term, int(upto)), set()).add(doc)
     for (term, upto), leaving in sorted(chunks.items()):
         key = and_(
-            k.tenant == tenant, k.app == app, k.subject == subject, k.term == term, k.upto == upto
+            k.tenant == tenant,
+            k.app == app,
+            k.subject == subject,
+            k.agent == agent,
+            k.term == term,
+            k.upto == upto,
         )
         blob = connection.execute(select(k.postings).where(key)).scalar_one()
         records = _records(bytes(blob))
@@ -359,6 +393,7 @@ def _unpack(
                     "tenant": tenant,
                     "app": app,
                     "subject": subject,
+                    "agent": agent,
                     "term": term,
                     "upto": int(kept["doc"][-1]),
                     "postings": kept.tobytes(),
@@ -397,12 +432,13 @@ def _pack(
     tenant: str,
     app: str,
     subject: str,
+    agent: str,
     known: Mapping[Doc, StoredRow] | None = None,
 ) -> None:
     """Move the subject's tail into its chunks. The postings of documents in ``known`` (rows
     being loaded) come from there, the others' from ``memory_postings``. A tail of a few
     puts or a bulk load is merged into each term's last chunk where it has room."""
-    found = _stats_row(connection, tenant, app, subject)
+    found = _stats_row(connection, tenant, app, subject, agent)
     if found is None:
         return
     tail = _docs(found[0]).tolist()
@@ -418,11 +454,11 @@ def _pack(
     postings += _postings_of_docs(
         connection, tenant, app, subject, [doc for doc in tail if doc not in known]
     )
-    _write_chunks(connection, tenant, app, subject, postings, merge=True)
+    _write_chunks(connection, tenant, app, subject, agent, postings, merge=True)
     s = STATS.c
     connection.execute(
         update(STATS)
-        .where(s.tenant == tenant, s.app == app, s.subject == subject)
+        .where(s.tenant == tenant, s.app == app, s.subject == subject, s.agent == agent)
         .values(tail=_EMPTY, waiting=0)
     )
 
@@ -432,6 +468,7 @@ def _write_chunks(
     tenant: str,
     app: str,
     subject: str,
+    agent: str,
     postings: Iterable[Posting],
     *,
     merge: bool,
@@ -442,8 +479,10 @@ def _write_chunks(
     new: dict[str, list[tuple[int, int, int]]] = {}
     for term, doc, tf, length in sorted(postings):
         new.setdefault(term, []).append((doc, tf, length))
-    mine = [k.tenant == tenant, k.app == app, k.subject == subject]
-    merged = _small_last_chunks(connection, tenant, app, subject, sorted(new)) if merge else {}
+    mine = [k.tenant == tenant, k.app == app, k.subject == subject, k.agent == agent]
+    merged = (
+        _small_last_chunks(connection, tenant, app, subject, agent, sorted(new)) if merge else {}
+    )
     removed: list[dict[str, Any]] = []
     added: list[dict[str, Any]] = []
     for term, records in new.items():
@@ -459,6 +498,7 @@ def _write_chunks(
                     "tenant": tenant,
                     "app": app,
                     "subject": subject,
+                    "agent": agent,
                     "term": term,
                     "upto": int(chunk["doc"][-1]),
                     "postings": chunk.tobytes(),
@@ -474,12 +514,12 @@ def _write_chunks(
 
 
 def _small_last_chunks(
-    connection: Connection, tenant: str, app: str, subject: str, terms: Sequence[str]
+    connection: Connection, tenant: str, app: str, subject: str, agent: str, terms: Sequence[str]
 ) -> dict[str, tuple[int, bytes]]:
     """The last chunk of each of ``terms`` that has room left: ``(upto, postings)``. Two
     statements per 1,000 terms: the last chunks' keys and sizes, then the small ones."""
     k = PACKS.c
-    mine = [k.tenant == tenant, k.app == app, k.subject == subject]
+    mine = [k.tenant == tenant, k.app == app, k.subject == subject, k.agent == agent]
     size = func.length(k.postings)
     found: dict[str, tuple[int, bytes]] = {}
     for start in range(0, len(terms), 1000):
@@ -517,17 +557,18 @@ def rebuild(connection: Connection) -> None:
     schema version 5 migration; the caller's transaction sees every tenant)."""
     v, p = VERSIONS.c, POSTINGS.c
     subjects = connection.execute(
-        select(v.tenant, v.app, v.subject, func.count(), func.sum(v.length))
+        select(v.tenant, v.app, v.subject, v.agent, func.count(), func.sum(v.length))
         .where(live_clause())
-        .group_by(v.tenant, v.app, v.subject)
+        .group_by(v.tenant, v.app, v.subject, v.agent)
     ).all()
-    for tenant, app, subject, count, total in subjects:
+    for tenant, app, subject, agent, count, total in subjects:
         connection.execute(
             insert(STATS),
             {
                 "tenant": tenant,
                 "app": app,
                 "subject": subject,
+                "agent": agent,
                 "docs": int(count),
                 "total": int(total or 0),
                 "tail": _EMPTY,
@@ -537,7 +578,13 @@ def rebuild(connection: Connection) -> None:
         )
         live = (
             select(v.doc)
-            .where(v.tenant == tenant, v.app == app, v.subject == subject, live_clause())
+            .where(
+                v.tenant == tenant,
+                v.app == app,
+                v.subject == subject,
+                v.agent == agent,
+                live_clause(),
+            )
             .scalar_subquery()
         )
         postings = connection.execute(
@@ -550,6 +597,7 @@ def rebuild(connection: Connection) -> None:
             tenant,
             app,
             subject,
+            agent,
             ((row.term, row.doc, row.tf, row.length) for row in postings),
             merge=False,
         )
@@ -572,13 +620,18 @@ class _Corpus:
 
 
 @functools.lru_cache(maxsize=4)
-def _stats_statement(dialect: str) -> Select[Any]:
+def _stats_statement(dialect: str, written_by: bool) -> Select[Any]:
+    """The statistics rows of the subjects (of one writing agent, with ``written_by``; the
+    subjects' lock rows, agent ``""``, always: their ``changes`` move with every write)."""
     s = STATS.c
-    return select(s.subject, s.docs, s.total, s.tail, s.dead).where(
+    clauses = [
         s.tenant == bindparam("tenant"),
         s.app == bindparam("app"),
         s.subject.in_(bindparam("subjects", expanding=True)),
-    )
+    ]
+    if written_by:
+        clauses.append(s.agent.in_([bindparam("written_by"), ""]))
+    return select(s.subject, s.agent, s.docs, s.total, s.tail, s.dead, s.changes).where(*clauses)
 
 
 @functools.lru_cache(maxsize=4)
@@ -588,6 +641,7 @@ def _chunks_statement(dialect: str) -> Select[Any]:
         k.tenant == bindparam("tenant"),
         k.app == bindparam("app"),
         k.subject.in_(bindparam("subjects", expanding=True)),
+        k.agent.in_(bindparam("agents", expanding=True)),
         k.term.in_(bindparam("tokens", expanding=True)),
     )
 
@@ -649,6 +703,8 @@ def _special_statement(dialect: str, shape: ScopeShape) -> Executable | None:
             "AND valid_to IS NULL AND (session_only OR trust = 'untrusted') "
             f"AND ({' OR '.join(_exempt_sql(shape))})"
         )
+        if shape.written_by:
+            sql += " AND agent = :written_by"
         if expired:
             sql += f" AND NOT ({' OR '.join(expired)})"
         return (
@@ -675,6 +731,8 @@ def _special_statement(dialect: str, shape: ScopeShape) -> Executable | None:
         special_clause(),
         or_(*exempt),
     ]
+    if shape.written_by:
+        clauses.append(v.agent == bindparam("written_by"))
     expired_clauses = _expired_clauses(dialect, shape)
     if expired_clauses:
         clauses.append(not_(or_(*expired_clauses)))
@@ -689,10 +747,12 @@ def _expired_statement(dialect: str, shape: ScopeShape) -> Select[Any] | None:
     expired = _expired_clauses(dialect, shape)
     if not expired:
         return None
+    mine = [v.agent == bindparam("written_by")] if shape.written_by else []
     return select(v.doc, v.length).where(
         v.tenant == bindparam("tenant"),
         v.app == bindparam("app"),
         v.subject.in_(bindparam("subjects", expanding=True)),
+        *mine,
         v.valid_to.is_(None),
         v.session_only.is_(False),
         v.trust != QUARANTINED_TRUST,
@@ -706,15 +766,62 @@ def _corpus(
     params: Mapping[str, Any],
     tokens: Sequence[str],
 ) -> _Corpus:
+    """The corpus of an eligible filter, as of one committed state of its subjects.
+
+    A plain read runs in one snapshot. A search inside a unit of work on PostgreSQL runs at
+    READ COMMITTED, one snapshot per statement: every write of a subject raises its
+    ``changes``, so the statistics are read again at the end, and the corpus again if a write
+    of these subjects committed meanwhile."""
+    consistent = connection.dialect.name == "sqlite" or connection.get_execution_options().get(
+        "postgresql_readonly", False
+    )
+    while True:
+        corpus, seen = _corpus_once(connection, where, params, tokens)
+        if consistent:
+            return corpus
+        again = {
+            (row.subject, row.agent, int(row.changes))
+            for row in connection.execute(
+                _stats_statement(connection.dialect.name, where.written_by is not None),
+                _base(where),
+            )
+        }
+        if again == set(seen):
+            return corpus
+
+
+def _base(where: Filter) -> dict[str, Any]:
+    """The parameters of the statistics statement for ``where``."""
+    base: dict[str, Any] = {
+        "tenant": where.tenant,
+        "app": where.app,
+        "subjects": list(where.subjects),
+    }
+    if where.written_by is not None:
+        base["written_by"] = where.written_by
+    return base
+
+
+def _corpus_once(
+    connection: Connection,
+    where: Filter,
+    params: Mapping[str, Any],
+    tokens: Sequence[str],
+) -> tuple[_Corpus, list[tuple[str, str, int]]]:
     dialect = connection.dialect.name
     shape = scope_shape(where)
     n = total = 0
     tail: list[int] = []
     dead_parts: list[NDArray[np.int64]] = []
-    base = {"tenant": where.tenant, "app": where.app, "subjects": list(where.subjects)}
-    for _subject, docs, subject_total, waiting, dead in connection.execute(
-        _stats_statement(dialect), base
+    base = _base(where)
+    seen: list[tuple[str, str, int]] = []
+    agents: set[str] = set()
+    for subject, agent, docs, subject_total, waiting, dead, changes in connection.execute(
+        _stats_statement(dialect, where.written_by is not None), base
     ):
+        seen.append((subject, agent, int(changes)))
+        if agent:
+            agents.add(agent)
         n += int(docs)
         total += int(subject_total)
         tail += _docs(waiting).tolist()
@@ -724,7 +831,14 @@ def _corpus(
     tf_parts: list[NDArray[np.int64]] = []
     length_parts: list[NDArray[np.int64]] = []
     token_parts: list[NDArray[np.int64]] = []
-    for term, blob in connection.execute(_chunks_statement(dialect), {**base, "tokens": tokens}):
+    chunks = (
+        connection.execute(
+            _chunks_statement(dialect), {**base, "agents": sorted(agents), "tokens": tokens}
+        )
+        if agents
+        else ()
+    )
+    for term, blob in chunks:
         records = _records(bytes(blob))
         doc_parts.append(records["doc"])
         tf_parts.append(records["tf"].astype(np.int64))
@@ -765,7 +879,7 @@ def _corpus(
             token_parts.append(np.array([index[row.term] for row in found], dtype=np.int64))
     if not doc_parts:
         empty = np.empty(0, dtype=np.int64)
-        return _Corpus(n, total, empty, empty, empty, empty)
+        return _Corpus(n, total, empty, empty, empty, empty), seen
     docs = np.concatenate(doc_parts)
     tfs = np.concatenate(tf_parts)
     lengths = np.concatenate(length_parts)
@@ -773,7 +887,7 @@ def _corpus(
     if removed:
         keep = ~np.isin(docs, np.concatenate(removed))
         docs, tfs, lengths, token_of = docs[keep], tfs[keep], lengths[keep], token_of[keep]
-    return _Corpus(n, total, docs, tfs, lengths, token_of)
+    return _Corpus(n, total, docs, tfs, lengths, token_of), seen
 
 
 def rank(
@@ -821,9 +935,9 @@ def rank(
     if not len(candidates):
         return [], set()
     limit = top_k + _MARGIN
-    if len(candidates) > limit:
+    if len(candidates) > max(limit, _SMALL):
         chosen = candidates[np.argpartition(-raw[candidates], limit - 1)[:limit]]
-    else:
+    else:  # a small corpus: every candidate at once, no second round
         chosen = candidates
     damaged: set[Doc] = set()
 
@@ -863,7 +977,7 @@ def rank(
 
     found = exact(chosen)
     result = best(found)
-    if len(candidates) > limit and len(result) == top_k:
+    if len(chosen) < len(candidates) and len(result) == top_k:
         kth = result[-1][1]
         lowest = float(raw[chosen].min())
         if min(1.0, lowest * (1.0 + _EPSILON) / weights.ceiling) >= kth:

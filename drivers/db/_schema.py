@@ -43,13 +43,15 @@ Schema version 5 (the current one)::
         PK (tenant, app, subject, tag, doc)    a tag's documents, in doc order: a filter's
                                                tag clause as one range (SQLite WITHOUT ROWID)
         memory_tags_doc  (tenant, doc): a version's tags, for loading rows and erase
-    memory_stats      one row per subject: its live versions' count and summed length,
-                      the live versions not packed yet and the packed ones no longer live
-                                                                       (tenant data, RLS)
-        PK (tenant, app, subject)
+    memory_stats      one row per subject and writing agent: the live versions' count and
+                      summed length, those not packed yet and the packed ones no longer
+                      live; agent "" is the subject's own row (its lock, taken first by
+                      every write, and its change counter)   (tenant data, RLS)
+        PK (tenant, app, subject, agent)
+        changes                                raised by every write of the row's subject
     memory_packs      one row per subject, blind term and chunk of packed postings of
                       live versions: (doc, tf, length) records   (tenant data, RLS)
-        PK (tenant, app, subject, term, upto)  upto: the chunk's greatest doc
+        PK (tenant, app, subject, agent, term, upto)  upto: the chunk's greatest doc
     memory_versions_special  partial index of current session-only or quarantined versions
                              by (tenant, app, subject, session)
     memory_schema     one row per applied schema version               (no tenant data)
@@ -111,6 +113,7 @@ __all__ = [
     "CONTROL",
     "EMBEDDINGS",
     "LINKS",
+    "METADATA",
     "MIGRATIONS",
     "PACKS",
     "POSTINGS",
@@ -370,12 +373,17 @@ def tables_v5(metadata: MetaData) -> tuple[Table, ...]:
         Column("tenant", Text, nullable=False),
         Column("app", Text, nullable=False),
         Column("subject", Text, nullable=False),
+        Column("agent", Text, nullable=False),  # "": the subject's own row (lock, changes)
         Column("docs", BigInteger, nullable=False),
         Column("total", BigInteger, nullable=False),
         Column("tail", Text, nullable=False),
         Column("waiting", Integer, nullable=False),
         Column("dead", Text, nullable=False),
-        PrimaryKeyConstraint("tenant", "app", "subject", name="memory_stats_pkey"),
+        # Bumped by every write that can change what the subject's vectors or a filter over
+        # it return (never reset: a row is never deleted), so a vector state built on it is
+        # never equal across a change.
+        Column("changes", BigInteger, nullable=False, server_default="0"),
+        PrimaryKeyConstraint("tenant", "app", "subject", "agent", name="memory_stats_pkey"),
     )
     packs = Table(
         "memory_packs",
@@ -383,10 +391,13 @@ def tables_v5(metadata: MetaData) -> tuple[Table, ...]:
         Column("tenant", Text, nullable=False),
         Column("app", Text, nullable=False),
         Column("subject", Text, nullable=False),
+        Column("agent", Text, nullable=False),
         Column("term", Text, nullable=False),
         Column("upto", BigInteger, nullable=False),
         Column("postings", LargeBinary, nullable=False),
-        PrimaryKeyConstraint("tenant", "app", "subject", "term", "upto", name="memory_packs_pkey"),
+        PrimaryKeyConstraint(
+            "tenant", "app", "subject", "agent", "term", "upto", name="memory_packs_pkey"
+        ),
     )
     return versions, postings, embeddings, control, links, tags, stats, packs, schema
 
@@ -655,15 +666,16 @@ def _migrate_v4(connection: Connection) -> None:
 _SPECIAL = "valid_to IS NULL AND (session_only OR trust = 'untrusted')"
 _SQLITE_V5 = (
     """CREATE TABLE memory_stats (
-        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL,
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, agent TEXT NOT NULL,
         docs INTEGER NOT NULL, total INTEGER NOT NULL, tail TEXT NOT NULL,
-        waiting INTEGER NOT NULL, dead TEXT NOT NULL,
-        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject)
+        waiting INTEGER NOT NULL, dead TEXT NOT NULL, changes INTEGER NOT NULL DEFAULT 0,
+        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject, agent)
     ) WITHOUT ROWID""",
     """CREATE TABLE memory_packs (
-        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, term TEXT NOT NULL,
+        tenant TEXT NOT NULL, app TEXT NOT NULL, subject TEXT NOT NULL, agent TEXT NOT NULL,
+        term TEXT NOT NULL,
         upto INTEGER NOT NULL, postings BLOB NOT NULL,
-        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, term, upto)
+        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, agent, term, upto)
     ) WITHOUT ROWID""",
     # Covering (doc is the rowid): the planner prefers it to memory_versions_cover.
     "CREATE INDEX memory_versions_special ON memory_versions "
@@ -671,14 +683,15 @@ _SQLITE_V5 = (
 )
 _POSTGRES_V5 = (
     f"""CREATE TABLE {PG_SCHEMA}.memory_stats (
-        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL,
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, agent text NOT NULL,
         docs bigint NOT NULL, total bigint NOT NULL, tail text NOT NULL,
-        waiting integer NOT NULL, dead text NOT NULL,
-        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject))""",
+        waiting integer NOT NULL, dead text NOT NULL, changes bigint NOT NULL DEFAULT 0,
+        CONSTRAINT memory_stats_pkey PRIMARY KEY (tenant, app, subject, agent))""",
     f"""CREATE TABLE {PG_SCHEMA}.memory_packs (
-        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, term text NOT NULL,
+        tenant text NOT NULL, app text NOT NULL, subject text NOT NULL, agent text NOT NULL,
+        term text NOT NULL,
         upto bigint NOT NULL, postings bytea NOT NULL,
-        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, term, upto))""",
+        CONSTRAINT memory_packs_pkey PRIMARY KEY (tenant, app, subject, agent, term, upto))""",
     # Stored as it is: chunks are numpy records, already dense.
     f"ALTER TABLE {PG_SCHEMA}.memory_packs ALTER COLUMN postings SET STORAGE EXTERNAL",
     f"CREATE INDEX memory_versions_special ON {PG_SCHEMA}.memory_versions "
