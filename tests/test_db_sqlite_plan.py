@@ -117,7 +117,8 @@ def test_the_packed_path_reads_by_index_only_whatever_the_subjects_size(
     assert not [line for line in reads if line.startswith("SCAN")], reads
     assert {
         "SEARCH main.memory_stats USING PRIMARY KEY (tenant=? AND app=? AND subject=?)",
-        "SEARCH main.memory_packs USING PRIMARY KEY (tenant=? AND app=? AND subject=? AND term=?)",
+        "SEARCH main.memory_packs USING PRIMARY KEY "
+        "(tenant=? AND app=? AND subject=? AND agent=? AND term=?)",
         "SEARCH main.memory_postings USING PRIMARY KEY "
         "(tenant=? AND app=? AND subject=? AND term=? AND doc=?)",
         "SEARCH memory_versions USING INDEX memory_versions_special "
