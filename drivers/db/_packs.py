@@ -783,23 +783,11 @@ def _corpus(
             (row.subject, row.agent, int(row.changes))
             for row in connection.execute(
                 _stats_statement(connection.dialect.name, where.written_by is not None),
-                _base(where),
+                params,
             )
         }
         if again == set(seen):
             return corpus
-
-
-def _base(where: Filter) -> dict[str, Any]:
-    """The parameters of the statistics statement for ``where``."""
-    base: dict[str, Any] = {
-        "tenant": where.tenant,
-        "app": where.app,
-        "subjects": list(where.subjects),
-    }
-    if where.written_by is not None:
-        base["written_by"] = where.written_by
-    return base
 
 
 def _corpus_once(
@@ -813,7 +801,7 @@ def _corpus_once(
     n = total = 0
     tail: list[int] = []
     dead_parts: list[NDArray[np.int64]] = []
-    base = _base(where)
+    base = params  # scope_params(where): tenant, app, subjects, written_by among them
     seen: list[tuple[str, str, int]] = []
     agents: set[str] = set()
     for subject, agent, docs, subject_total, waiting, dead, changes in connection.execute(
