@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import inspect
 import threading
 from collections.abc import (
     Callable,
@@ -99,12 +100,21 @@ def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> bui
     return kept
 
 
+def _reads_in_units(opener: Callable[..., object]) -> bool:
+    """Whether a driver's ``unit`` takes ``write`` (a read unit)."""
+    try:
+        return "write" in inspect.signature(opener).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class _Pending:
     """What waits for the end of the unit of work bound on this thread."""
 
-    __slots__ = ("atomic", "committed", "memo", "rolled_back")
+    __slots__ = ("atomic", "committed", "memo", "rolled_back", "write")
 
-    def __init__(self) -> None:
+    def __init__(self, *, write: bool = True) -> None:
+        self.write = write
         self.committed: builtins.list[Callable[[], object]] = []
         self.rolled_back: builtins.list[Callable[[], object]] = []
         self.memo: dict[Hashable, object] = {}
@@ -118,6 +128,8 @@ class GuardedStore:
 
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
+        opener: Any = getattr(driver, "unit", None)
+        self._read_units = callable(opener) and _reads_in_units(opener)
         self._pending: ContextVar[_Pending | None] = ContextVar(
             f"mainsdk_memory_unit_{id(self)}", default=None
         )
@@ -169,23 +181,34 @@ class GuardedStore:
     # -- one call, one unit of work ---------------------------------------------------------
 
     @contextlib.contextmanager
-    def unit(self) -> Iterator[None]:
+    def unit(self, *, write: bool = True) -> Iterator[None]:
         """Run the driver operations of the block, on this thread, as one unit of work: the
         driver's ``unit()`` when it has one (the db driver: one transaction), else each
         operation its own atomic step, as always. A unit inside a unit is the outer one.
+        ``write=False`` is a read unit (a recall: one snapshot, one transaction on the db
+        driver; a driver whose ``unit`` takes no ``write`` runs it as separate reads), in
+        which nothing writes: a write unit inside it raises ``ValueError``.
 
         When the block ends without an error and the driver committed, what was handed to
         :meth:`after_commit` runs, in order, outside the unit; if anything raised, what was
         handed to :meth:`on_rollback` runs (newest first, its SDK errors suppressed) and the
         error goes on.
         """
-        if self._pending.get() is not None:
+        outer = self._pending.get()
+        if outer is not None:
+            if write and not outer.write:
+                raise ValueError("a read unit of work does not write; write outside it")
             yield
             return
-        pending = _Pending()
+        pending = _Pending(write=write)
         token = self._pending.set(pending)
         opener: Any = getattr(self.driver, "unit", None)
-        unit = opener() if callable(opener) else contextlib.nullcontext()
+        if not callable(opener):
+            unit: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+        elif write:
+            unit = opener()
+        else:
+            unit = opener(write=False) if self._read_units else contextlib.nullcontext()
         pending.atomic = not isinstance(unit, contextlib.nullcontext)
         try:
             with unit:

@@ -111,66 +111,70 @@ def recall(
         raise MemoryCapabilityError("text_search")
     if when is not None and not capabilities.time_travel:
         raise MemoryCapabilityError("time_travel")
-    where = caller.filter(kinds=checked_kinds, as_of=when)
-    if memory_ids is not None:
-        where = dataclasses.replace(where, memory_ids=memory_ids)
-    where = by_tags(caller, where, matching)
-    store = services.store
-    model = None
-    if use_text and use_vectors:
-        assert index is not None  # noqa: S101 - use_vectors implies an index
-        model = _rerank.model_for(index.name)
-    signals = ranking == "signals"
-    # How many candidates are opened at a time: the signals re-order, and the second pass
-    # thins, a pool deeper than top_k; plain relevance without a model opens what it returns.
-    pool = max(_rerank.DEPTH, 2 * top_k) if (model is not None or signals) else top_k
-    depth = max(CANDIDATES, pool) if use_text and use_vectors else pool
-    found: list[tuple[StoredRow, float]] = []
-    asked: list[frozenset[str]] = []
-    if use_text:
-        asked = query_terms(query, language)
-        groups = _blinded(caller, asked)
-        if groups:
-            found = store.search(where, groups, top_k=depth)
-    rows = {row.memory_id: row for row, _ in found}
-    bm25 = {row.memory_id: score for row, score in found}
-    candidates = [(row.memory_id, score) for row, score in found]
-    cosines: dict[str, float] = {}
-    if use_vectors:
-        assert index is not None  # noqa: S101 - use_vectors implies an index
-        ranked = index.rank(
-            store, where, index.embed(query), depth, lambda entry: opened_vector(caller, entry)
-        )
-        if note is not None and ranked.foreign:
-            note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
-        # To 6 decimals: the same text's float32 cosines differ in their last bits from one
-        # row of a matrix to the next, and equal texts must tie (then trust orders them).
-        cosines = {key[1]: round(score, 6) for key, score in ranked.hits}
-        nearest = [(memory_id, max(0.0, score)) for memory_id, score in cosines.items()]
-        if nearest and candidates:
-            candidates = _fusion.fuse(candidates, nearest)
-        elif nearest:
-            candidates = nearest  # one ranker found candidates: its own scores stand
-    versions = {key[1]: key for key, _ in ranked.hits} if use_vectors else {}
-    # Opened a pool at a time: the second pass may leave vector-only candidates out, and the
-    # next ones take their places, so a memory that shares a word is never crowded out.
-    scored: Scored = []
-    start = 0
-    while len(scored) < pool and start < len(candidates):
-        batch = candidates[start : start + pool]
-        start += pool
-        opened = _open(caller, where, batch, rows, versions)
-        if matching is not None:  # the store's tags, checked against what was sealed
-            opened = [one for one in opened if matches(matching, one[0].metadata)]
-        if model is not None:
-            opened = _second_pass(model, opened, asked, bm25, cosines)
-        scored += opened
-        if model is None:
-            break  # nothing is left out: one pool is all there is to open
-    if signals:
-        relevance = {record.id: score for record, _, score in scored}
-        scored = _trust_first(relevance, _signals.rank(caller, scored, now=services.now()))
-    scored = _ordered(scored, TIE if use_vectors else 0.0)[:top_k]
+    # One snapshot of the store for the whole ranking (on the db drivers one read
+    # transaction: control records, statistics, postings, rows); the uses are written
+    # after it, never inside it.
+    with services.store.unit(write=False):
+        where = caller.filter(kinds=checked_kinds, as_of=when)
+        if memory_ids is not None:
+            where = dataclasses.replace(where, memory_ids=memory_ids)
+        where = by_tags(caller, where, matching)
+        store = services.store
+        model = None
+        if use_text and use_vectors:
+            assert index is not None  # noqa: S101 - use_vectors implies an index
+            model = _rerank.model_for(index.name)
+        signals = ranking == "signals"
+        # How many candidates are opened at a time: the signals re-order, and the second pass
+        # thins, a pool deeper than top_k; plain relevance without a model opens what it returns.
+        pool = max(_rerank.DEPTH, 2 * top_k) if (model is not None or signals) else top_k
+        depth = max(CANDIDATES, pool) if use_text and use_vectors else pool
+        found: list[tuple[StoredRow, float]] = []
+        asked: list[frozenset[str]] = []
+        if use_text:
+            asked = query_terms(query, language)
+            groups = _blinded(caller, asked)
+            if groups:
+                found = store.search(where, groups, top_k=depth)
+        rows = {row.memory_id: row for row, _ in found}
+        bm25 = {row.memory_id: score for row, score in found}
+        candidates = [(row.memory_id, score) for row, score in found]
+        cosines: dict[str, float] = {}
+        if use_vectors:
+            assert index is not None  # noqa: S101 - use_vectors implies an index
+            ranked = index.rank(
+                store, where, index.embed(query), depth, lambda entry: opened_vector(caller, entry)
+            )
+            if note is not None and ranked.foreign:
+                note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
+            # To 6 decimals: the same text's float32 cosines differ in their last bits from one
+            # row of a matrix to the next, and equal texts must tie (then trust orders them).
+            cosines = {key[1]: round(score, 6) for key, score in ranked.hits}
+            nearest = [(memory_id, max(0.0, score)) for memory_id, score in cosines.items()]
+            if nearest and candidates:
+                candidates = _fusion.fuse(candidates, nearest)
+            elif nearest:
+                candidates = nearest  # one ranker found candidates: its own scores stand
+        versions = {key[1]: key for key, _ in ranked.hits} if use_vectors else {}
+        # Opened a pool at a time: the second pass may leave vector-only candidates out, and the
+        # next ones take their places, so a memory that shares a word is never crowded out.
+        scored: Scored = []
+        start = 0
+        while len(scored) < pool and start < len(candidates):
+            batch = candidates[start : start + pool]
+            start += pool
+            opened = _open(caller, where, batch, rows, versions)
+            if matching is not None:  # the store's tags, checked against what was sealed
+                opened = [one for one in opened if matches(matching, one[0].metadata)]
+            if model is not None:
+                opened = _second_pass(model, opened, asked, bm25, cosines)
+            scored += opened
+            if model is None:
+                break  # nothing is left out: one pool is all there is to open
+        if signals:
+            relevance = {record.id: score for record, _, score in scored}
+            scored = _trust_first(relevance, _signals.rank(caller, scored, now=services.now()))
+        scored = _ordered(scored, TIE if use_vectors else 0.0)[:top_k]
     if count_uses and scored:
         used = [(record, subject) for record, subject, _ in scored]
         _signals.count_uses(caller, used, now=services.now())

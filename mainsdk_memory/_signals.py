@@ -61,9 +61,10 @@ unchanged document is not opened twice: the opened form is kept in process, keye
 sealed bytes. Uses are the exception to writing at once: :meth:`SignalBook.add_uses` counts
 them in the process (ranked with at once) and the first recall (of any subject) after a
 subject's oldest unwritten use is :data:`WRITE_USES_AFTER` old writes them, as do the
-subject's next feedback or export, more than :data:`MAX_PENDING` subjects waiting, and
-``Memory.close`` (best effort); so a recall pays no durable write, and a crash loses the
-uses not written yet (a soft signal).
+subject's next feedback or export, more than :data:`MAX_PENDING` subjects waiting (then the
+oldest until half of them are left) and ``Memory.close`` (best effort); the subjects written
+together are one transaction on a driver with units of work. So a recall pays no durable
+write of its own, and a crash loses the uses not written yet (a soft signal).
 
 Not anchored in the key store, unlike control records (ADR 0047), on purpose: whoever can
 write the memory store can delete a signals document or put an older sealed copy back
@@ -362,7 +363,7 @@ def _capped(entries: dict[str, Held], signals: RankingSignals, now: datetime) ->
 #: signal: a crash loses the unwritten ones; a recall does not pay a durable write).
 WRITE_USES_AFTER: Final = 10.0
 #: Subjects whose unwritten uses this process keeps at most (the oldest are written first).
-MAX_PENDING: Final = 64
+MAX_PENDING: Final = 256
 
 
 @dataclass
@@ -508,37 +509,50 @@ class SignalBook:
         document, one writer at a time (in this process and across processes); returns the
         entries as written."""
         with self._writing, self._keystore.anchors.control_lock(exclusive=True):
-            current = self._read(tenant, subject, keys)
-            entries = dict(current.entries)
-            with self._opened_lock:
-                pending = self._pending.pop((tenant, subject), None)
-            if pending is not None and pending.uses:
-                live = self._live(tenant, pending.uses)  # a use racing a forget is dropped
-                _merged(entries, pending, live)
-            changed = change(entries) or bool(pending and pending.uses)
-            at = _micros(now)
-            pruned = current.pruned
-            if prune or pruned is None or at - pruned >= _PRUNE_EVERY_US:
-                live = self._live(tenant, entries)
-                if len(live) < len(entries):
-                    entries = {key: held for key, held in entries.items() if key in live}
-                    changed = True
-                pruned = at
-            if len(entries) > CAP:
-                entries = _capped(entries, self._signals, now)
+            return self._changed(tenant, subject, keys, now, change, prune=prune)
+
+    def _changed(
+        self,
+        tenant: str,
+        subject: str,
+        keys: SubjectKeys,
+        now: datetime,
+        change: Callable[[dict[str, Held]], bool],
+        *,
+        prune: bool = False,
+    ) -> Mapping[str, Held]:
+        """:meth:`_change`'s work, under its locks."""
+        current = self._read(tenant, subject, keys)
+        entries = dict(current.entries)
+        with self._opened_lock:
+            pending = self._pending.pop((tenant, subject), None)
+        if pending is not None and pending.uses:
+            live = self._live(tenant, pending.uses)  # a use racing a forget is dropped
+            _merged(entries, pending, live)
+        changed = change(entries) or bool(pending and pending.uses)
+        at = _micros(now)
+        pruned = current.pruned
+        if prune or pruned is None or at - pruned >= _PRUNE_EVERY_US:
+            live = self._live(tenant, entries)
+            if len(live) < len(entries):
+                entries = {key: held for key, held in entries.items() if key in live}
                 changed = True
-            if not changed and (pruned == current.pruned or not entries):
-                return current.entries
-            key = document_key(subject)
-            if not entries:
-                self._driver.control_put(tenant, self._app, key, None)
-                self._forget_opened(tenant, subject)
-                return _EMPTY.entries
-            sealed = keys.seal(_encode(entries, pruned), self._ad(tenant, subject))
-            self._driver.control_put(tenant, self._app, key, sealed)
-            document = _Document(MappingProxyType(entries), pruned)
-            self._keep((tenant, subject), sealed, document)
-            return document.entries
+            pruned = at
+        if len(entries) > CAP:
+            entries = _capped(entries, self._signals, now)
+            changed = True
+        if not changed and (pruned == current.pruned or not entries):
+            return current.entries
+        key = document_key(subject)
+        if not entries:
+            self._driver.control_put(tenant, self._app, key, None)
+            self._forget_opened(tenant, subject)
+            return _EMPTY.entries
+        sealed = keys.seal(_encode(entries, pruned), self._ad(tenant, subject))
+        self._driver.control_put(tenant, self._app, key, sealed)
+        document = _Document(MappingProxyType(entries), pruned)
+        self._keep((tenant, subject), sealed, document)
+        return document.entries
 
     def add_uses(
         self,
@@ -566,16 +580,18 @@ class SignalBook:
                 count, _ = pending.uses.get(memory_id, (0, at))
                 pending.uses[memory_id] = (count + 1, at)
             # Every subject's uses that are due, not only this one's (a person recalled once
-            # is written by whoever recalls next), and the oldest beyond MAX_PENDING.
+            # is written by whoever recalls next); past MAX_PENDING subjects, the oldest
+            # until half of it is left, so the writes come in batches, one transaction each.
             clock = time.monotonic()
             ordered = sorted(self._pending.items(), key=lambda item: item[1].since)
+            over = len(ordered) - MAX_PENDING // 2 if len(ordered) > MAX_PENDING else 0
             due = [
                 (slot, held.keys)
                 for number, (slot, held) in enumerate(ordered)
-                if clock - held.since >= WRITE_USES_AFTER
-                or number < len(ordered) - MAX_PENDING
+                if clock - held.since >= WRITE_USES_AFTER or number < over
             ]
-        self._write_pending(due, now)
+        if due:
+            self._write_pending(due, now)
 
     def flush(self, now: datetime) -> None:
         """Write every use counted here and not written yet (``Memory.close`` calls it).
@@ -588,6 +604,27 @@ class SignalBook:
     def _write_pending(
         self, slots: Sequence[tuple[tuple[str, str], SubjectKeys]], now: datetime
     ) -> None:
+        """Write the uses of ``slots``: all of them in one unit of work when the driver has
+        one (one transaction), under the locks once; if that fails, one subject at a time."""
+        opener: Any = getattr(self._driver, "unit", None)
+        if len(slots) > 1 and callable(opener):
+            with self._opened_lock:  # restored if the batch is rolled back
+                kept = {slot: self._pending.get(slot) for slot, _ in slots}
+            try:
+                with (
+                    self._writing,
+                    self._keystore.anchors.control_lock(exclusive=True),
+                    opener(),
+                ):
+                    for (tenant, subject), keys in slots:
+                        self._changed(tenant, subject, keys, now, lambda entries: False)
+                return
+            except Exception:  # retried subject by subject below
+                with self._opened_lock:
+                    for slot, pending in kept.items():
+                        if pending is not None and slot not in self._pending:
+                            self._pending[slot] = pending
+                        self._opened.pop(slot, None)  # may hold what was rolled back
         for (tenant, subject), keys in slots:
             try:
                 self._change(tenant, subject, keys, now, lambda entries: False)

@@ -223,3 +223,65 @@ def test_the_generation_record_holds_random_bytes_only(db_url: str, keys: Path) 
             driver.control_put("acme", "app", CONTROL_GENERATION, b"x")
         for word in (b"agent", b"telling", b"kill", b"acme"):
             assert word not in second
+
+
+def test_a_recall_is_one_read_transaction(db_url: str, keys: Path) -> None:
+    """A recall reads the agent's records, the statistics, the postings and the rows in one
+    transaction (on PostgreSQL one snapshot, read only); its uses are not written in it."""
+    with Memory.open(db_url, keys=keys, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        bot = memory.acting_for("ada", agent="bot")
+        for n in range(3):
+            bot.remember(f"Ada's order {n} shipped to dock {n}.", formation=False)
+        bot.recall("order shipped")
+        count = _Count(_driver(memory))
+        for _ in range(3):
+            count.clear()
+            assert len(bot.recall("order shipped")) == 3
+            assert count.begins == 1
+            if db_url.startswith("postgresql"):
+                assert sum("set_config" in one for one in count.statements) == 1
+            assert not [one for one in count.statements
+                        if one.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+
+
+def test_nothing_writes_inside_a_read_unit(db_url: str, keys: Path) -> None:
+    """A write inside a read unit, or a write unit inside one, is refused before it runs,
+    and nothing is stored."""
+    driver = DbDriver(db_url)
+    try:
+        row = make_row()
+
+        def write_in_a_read() -> None:
+            with driver.unit(write=False):
+                driver.rows("acme", "app")
+                driver.put(row)
+
+        def write_unit_in_a_read() -> None:
+            with driver.unit(write=False):
+                driver.rows("acme", "app")
+                with driver.unit():
+                    driver.put(row)
+
+        with pytest.raises(ValueError, match="read unit"):
+            write_in_a_read()
+        with pytest.raises(ValueError, match="read unit"):
+            write_unit_in_a_read()
+        assert driver.rows("acme", "app") == []
+        with driver.unit(), driver.unit(write=False):  # a read inside a write unit joins it
+            driver.put(row)
+            assert [r.memory_id for r in driver.rows("acme", "app")] == [row.memory_id]
+    finally:
+        driver.close()
+    with Memory.open(db_url, keys=keys, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        store = services_of(memory).store
+        bot = memory.acting_for("ada", agent="bot")
+
+        def remember_in_a_read() -> None:
+            with store.unit(write=False):
+                bot.remember("Ada's locker code is 4711.", formation=False)
+
+        with pytest.raises(ValueError, match="read unit"):
+            remember_in_a_read()
+        assert bot.list(limit=10).items == []

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sqlalchemy import event
 
 from mainsdk_memory import (
     AgentDisabledError,
@@ -700,3 +701,66 @@ def test_a_person_recalled_once_is_written_by_the_next_recall_of_anyone(
         bob.remember("Bob's tea is black.")
         bob.recall("tea")  # Bob's recall writes Ada's due uses too
         assert memory.driver.control_get("acme", "app", key) is not None
+
+
+def test_past_max_pending_the_oldest_are_written_together_in_one_transaction(
+    store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_PENDING subjects waiting, the oldest are written until half are left: one
+    transaction on a driver with units of work, and each subject's uses as counted."""
+    monkeypatch.setattr(signals, "MAX_PENDING", 4)
+    with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        names = ["ada", "bob", "cy", "dee", "eve"]
+        handles = {name: memory.acting_for(name, agent="bot") for name in names}
+        for name, handle in handles.items():
+            handle.remember(f"{name.title()}'s tea is green.")
+        commits: list[int] = []
+        engine = getattr(memory.driver, "engine", None)
+        if engine is not None:
+            event.listen(engine, "commit", lambda _connection: commits.append(1))
+        keys = {name: signals.document_key(caller_of(h).pseudonym()) for name, h in
+                handles.items()}
+        for name in names[:4]:
+            handles[name].recall("tea")
+        assert all(memory.driver.control_get("acme", "app", keys[n]) is None for n in names)
+        commits.clear()
+        handles["eve"].recall("tea")  # five waiting: the oldest three are written
+        if engine is not None:
+            assert len(commits) == 2  # the recall's read, then the three documents at once
+        written = [n for n in names if memory.driver.control_get("acme", "app", keys[n])]
+        assert written == ["ada", "bob", "cy"]
+        for name in written:
+            subject = caller_of(handles[name]).pseudonym()
+            entries = _entries(memory, subject, name)
+            assert [held.uses for held in entries.values()] == [1]
+
+
+def test_a_batch_of_uses_that_fails_is_written_subject_by_subject(
+    store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One subject whose document cannot be written loses its uses; the others of its batch
+    are still written, and the recall does not fail."""
+    monkeypatch.setattr(signals, "MAX_PENDING", 2)
+    with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory, \
+            tenant.use("acme"):
+        names = ["ada", "bob", "cy"]
+        handles = {name: memory.acting_for(name, agent="bot") for name in names}
+        for name, handle in handles.items():
+            handle.remember(f"{name.title()}'s tea is green.")
+        keys = {name: signals.document_key(caller_of(h).pseudonym()) for name, h in
+                handles.items()}
+        put = memory.driver.control_put
+
+        def refusing(tenant_id: str, app: str, key: str, value: bytes | None) -> None:
+            if key == keys["ada"]:
+                raise StoreError("The store cannot be written.")
+            put(tenant_id, app, key, value)
+
+        monkeypatch.setattr(memory.driver, "control_put", refusing)
+        handles["ada"].recall("tea")
+        handles["bob"].recall("tea")
+        assert len(handles["cy"].recall("tea")) == 1  # three waiting: Ada's and Bob's due
+        assert memory.driver.control_get("acme", "app", keys["ada"]) is None
+        bob = _entries(memory, caller_of(handles["bob"]).pseudonym(), "bob")
+        assert [held.uses for held in bob.values()] == [1]

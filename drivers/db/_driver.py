@@ -130,20 +130,30 @@ class _Unit:
     """One call of the core's driver operations as one transaction (:meth:`DbDriver.unit`):
     begun by the first operation inside it, with that operation's tenant."""
 
-    __slots__ = ("connection", "dialect", "engine", "failed", "stack", "tenant")
+    __slots__ = ("connection", "dialect", "engine", "failed", "stack", "tenant", "write")
 
     def __init__(
-        self, engine: Engine, dialect: Dialect, stack: contextlib.ExitStack[bool | None]
+        self,
+        engine: Engine,
+        dialect: Dialect,
+        stack: contextlib.ExitStack[bool | None],
+        *,
+        write: bool = True,
     ) -> None:
         self.engine = engine
         self.dialect = dialect
         self.stack = stack
+        self.write = write
         self.connection: Connection | None = None
         self.tenant: str | None = None
         self.failed = False
 
-    def join(self, tenant: str | None) -> Connection:
+    def join(self, tenant: str | None, *, write: bool) -> Connection:
         """The unit's connection, its transaction begun as ``tenant`` by the first caller."""
+        if write and not self.write:
+            # Never a second transaction beside it: on SQLite its commit would wait for
+            # this unit's own shared lock.
+            raise ValueError("a read unit of work does not write; write outside it")
         if self.failed:
             raise StoreError(
                 "An earlier step of this call failed in the database store, so the call's "
@@ -151,11 +161,12 @@ class _Unit:
             )
         if self.connection is None:
             self.tenant = tenant
-            # Always a write transaction: on SQLite BEGIN IMMEDIATE (a read upgraded to a
-            # write later could fail on a lock); on PostgreSQL the role and the tenant are
-            # set for it exactly as for a call of its own.
+            # A write unit is a write transaction from its start: on SQLite BEGIN IMMEDIATE
+            # (a read upgraded to a write later could fail on a lock). A read unit is one
+            # snapshot (PostgreSQL: REPEATABLE READ, read only). On PostgreSQL the role and
+            # the tenant are set for it exactly as for a call of its own.
             self.connection = self.stack.enter_context(
-                _own_transaction(self.engine, self.dialect, tenant=tenant, write=True)
+                _own_transaction(self.engine, self.dialect, tenant=tenant, write=self.write)
             )
         elif tenant != self.tenant:
             raise ValueError("one unit of work runs as one tenant")
@@ -182,7 +193,7 @@ def transaction(
         with _own_transaction(engine, dialect, tenant=tenant, write=write) as connection:
             yield connection
         return
-    connection = unit.join(tenant)
+    connection = unit.join(tenant, write=write)
     try:
         yield connection
     except BaseException as exc:
@@ -425,7 +436,7 @@ class DbDriver(BaseDriver):
         self._engine.dispose()
 
     @contextlib.contextmanager
-    def unit(self) -> Iterator[None]:
+    def unit(self, *, write: bool = True) -> Iterator[None]:
         """Run every operation of this driver made inside the block, on this thread, in one
         transaction (the driver protocol's optional unit of work).
 
@@ -435,13 +446,19 @@ class DbDriver(BaseDriver):
         the block ends; if the block raises, or an operation inside it failed, everything
         of the block is rolled back. A unit inside a unit is the outer one. Other threads,
         and other drivers, are not affected.
+
+        ``write=False`` is a read unit: the block's reads see one snapshot of the store, in
+        one transaction (a recall's control records, statistics, postings and rows), and a
+        write inside it raises ``ValueError``, as does a write unit inside it.
         """
         current = _UNIT.get()
         if current is not None and current.engine is self._engine:
+            if write and not current.write:
+                raise ValueError("a read unit of work does not write; write outside it")
             yield
             return
         with translated("committing a call"), contextlib.ExitStack() as stack:
-            unit = _Unit(self._engine, self.dialect, stack)
+            unit = _Unit(self._engine, self.dialect, stack, write=write)
             token = _UNIT.set(unit)
             try:
                 yield
