@@ -177,7 +177,15 @@ def remember_many(
 def _prepared(
     handle: _Handle, chunk: Sequence[Mapping[str, Any]], start: int, formation: bool | None
 ) -> list[_Item]:
-    """Step 1: every item checked, then the walls for each; nothing written."""
+    """Step 1: every item checked, then the walls for each; nothing written: one read unit
+    of work, so the guardian policy and the agent's records are read once per batch."""
+    with handle._caller.services.store.unit(write=False):
+        return _checked(handle, chunk, start, formation)
+
+
+def _checked(
+    handle: _Handle, chunk: Sequence[Mapping[str, Any]], start: int, formation: bool | None
+) -> list[_Item]:
     prepared = []
     for position, item in enumerate(chunk):
         try:
