@@ -226,7 +226,7 @@ class BaseDriver(abc.ABC):
         """Release files, connections and locks (nothing, unless overridden)."""
         return
 
-    def unit(self, *, write: bool = True) -> contextlib.AbstractContextManager[None]:
+    def unit(self, *, write: bool = True) -> contextlib.AbstractContextManager[bool | None]:
         """The optional unit of work of :class:`~mainsdk_memory.drivers.Driver` (ADR 0096):
         here nothing, so each method stays its own atomic step. A driver whose storage has
         transactions overrides it to run a block's methods as one (``write=False``: reads

@@ -38,6 +38,7 @@ from mainsdk_memory._errors import (
     MemoryNotFound,
     MemorySDKError,
 )
+from mainsdk_memory._guard import StaleSnapshot
 from mainsdk_memory._integrity import anchor_new_many, unanchor
 from mainsdk_memory._progress import Progress, checked
 from mainsdk_memory._records import Formation, MemoryRecord
@@ -179,7 +180,10 @@ def _prepared(
 ) -> list[_Item]:
     """Step 1: every item checked, then the walls for each; nothing written: one read unit
     of work, so the guardian policy and the agent's records are read once per batch."""
-    with handle._caller.services.store.unit(write=False):
+    try:
+        with handle._caller.services.store.unit(write=False):
+            return _checked(handle, chunk, start, formation)
+    except StaleSnapshot:  # a record changed meanwhile: checked again, plain reads
         return _checked(handle, chunk, start, formation)
 
 

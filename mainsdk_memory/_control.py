@@ -34,7 +34,7 @@ from collections import OrderedDict
 from typing import Any
 
 from mainsdk_memory._errors import IntegrityError, SealError
-from mainsdk_memory._guard import GuardedStore
+from mainsdk_memory._guard import GuardedStore, StaleSnapshot
 from mainsdk_memory.drivers import TENANT_SUBJECT, Driver
 from mainsdk_memory.keys import KeyStore, SubjectKeys, associated_data
 from mainsdk_memory.keys._anchors import digest
@@ -195,6 +195,8 @@ class ControlStore:
                 return [(key, stored.get(key), anchored.get(key)) for key in keys]
             if attempt:
                 raise _tampered(bad[0])
+            if self._store is not None and self._store.in_snapshot():
+                raise StaleSnapshot  # a writer may be in flight: read again outside it
             with self._keystore.anchors.control_lock(exclusive=False):
                 pass  # wait for a writer in flight, then read again
         raise AssertionError("unreachable")  # pragma: no cover

@@ -53,7 +53,7 @@ from mainsdk_memory.drivers import (
     bm25_rank,
 )
 
-__all__ = ["GuardedStore"]
+__all__ = ["GuardedStore", "StaleSnapshot"]
 
 
 _Item = TypeVar("_Item")
@@ -100,6 +100,12 @@ def _unique(items: Iterable[_Item], row_of: Callable[[_Item], StoredRow]) -> bui
     return kept
 
 
+class StaleSnapshot(Exception):
+    """Raised inside a read unit of one snapshot by a check that must read again after a
+    concurrent writer (a race, not tampering): the caller leaves the unit and runs again
+    with plain reads (:func:`~mainsdk_memory._recall.recall`)."""
+
+
 def _reads_in_units(opener: Callable[..., object]) -> bool:
     """Whether a driver's ``unit`` takes ``write`` (a read unit)."""
     try:
@@ -111,10 +117,13 @@ def _reads_in_units(opener: Callable[..., object]) -> bool:
 class _Pending:
     """What waits for the end of the unit of work bound on this thread."""
 
-    __slots__ = ("atomic", "committed", "memo", "rolled_back", "write")
+    __slots__ = ("atomic", "committed", "memo", "rolled_back", "snapshot", "write")
 
     def __init__(self, *, write: bool = True) -> None:
         self.write = write
+        self.snapshot = False
+        """A read unit whose reads all see one snapshot (a re-read inside it learns
+        nothing new: :class:`StaleSnapshot`)."""
         self.committed: builtins.list[Callable[[], object]] = []
         self.rolled_back: builtins.list[Callable[[], object]] = []
         self.memo: dict[Hashable, object] = {}
@@ -211,7 +220,8 @@ class GuardedStore:
             unit = opener(write=False) if self._read_units else contextlib.nullcontext()
         pending.atomic = not isinstance(unit, contextlib.nullcontext)
         try:
-            with unit:
+            with unit as snapshot:
+                pending.snapshot = snapshot is True and not write
                 yield
         except BaseException:
             self._pending.reset(token)
@@ -232,6 +242,13 @@ class GuardedStore:
             then()
         else:
             pending.committed.append(then)
+
+    def in_snapshot(self) -> bool:
+        """Whether a read unit of one snapshot is bound on this thread: what a read sees
+        cannot change before it ends, so a check that must read again after a concurrent
+        writer raises :class:`StaleSnapshot` instead, and the call runs again outside it."""
+        pending = self._pending.get()
+        return pending is not None and pending.snapshot
 
     def memo(self) -> dict[Hashable, object] | None:
         """What the core notes for the rest of the unit of work bound on this thread (read

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import IntegrityError, LimitExceededError, MemoryConflictError
+from mainsdk_memory._guard import StaleSnapshot
 from mainsdk_memory.drivers import TENANT_SUBJECT, StoredRow
 from mainsdk_memory.keys._anchors import PIN_CHANGING, CapReached, MemoryAnchor
 
@@ -155,6 +156,8 @@ def _raced(caller: Caller, row: StoredRow, anchor: MemoryAnchor) -> bool:
     """Whether ``row`` disagrees with ``anchor`` only because a writer changed the memory
     between the read and the check: read again, the same version is now closed and a newer one
     is current (a revision), or the current version now carries the anchored flag (a pin)."""
+    if caller.services.store.in_snapshot():
+        raise StaleSnapshot  # the same snapshot would say the same: read again outside it
     rows = caller.services.store.versions(caller.tenant, caller.app, (row.subject,), row.memory_id)
     again = {other.version: other for other in rows}
     same = again.get(row.version)
@@ -239,6 +242,8 @@ def leave_out_tampered(
 def _forgotten(caller: Caller, memory_id: str) -> bool:
     """Whether the memory has neither an anchor nor a row left (a forget ran meanwhile)."""
     services = caller.services
+    if services.store.in_snapshot():
+        raise StaleSnapshot  # its rows may be gone since the snapshot: read again outside it
     if services.keys.anchors.memory(services.anchor_scope(caller.tenant), memory_id):
         return False
     subjects = caller.filter().subjects

@@ -18,6 +18,7 @@ from mainsdk_memory import _validate as validate
 from mainsdk_memory._auditing import AuditNote
 from mainsdk_memory._caller import Caller
 from mainsdk_memory._errors import DamagedMemoryError, InvalidInputError, MemoryCapabilityError
+from mainsdk_memory._guard import StaleSnapshot
 from mainsdk_memory._integrity import leave_out_tampered
 from mainsdk_memory._records import Hit, MemoryRecord
 from mainsdk_memory._sealing import open_record, open_vector
@@ -111,10 +112,14 @@ def recall(
         raise MemoryCapabilityError("text_search")
     if when is not None and not capabilities.time_travel:
         raise MemoryCapabilityError("time_travel")
-    # One snapshot of the store for the whole ranking (on the db drivers one read
-    # transaction: control records, statistics, postings, rows); the uses are written
-    # after it, never inside it.
-    with services.store.unit(write=False):
+    # The query's embedding first, outside any transaction (an embedder may be slow or
+    # remote); then one snapshot of the store for the whole ranking on PostgreSQL (one read
+    # transaction: control records, statistics, postings, rows; ADR 0101). A check inside it
+    # that must read again after a concurrent writer runs the ranking again, plain reads.
+    # The uses are written after it, never inside it.
+    asked_vector = index.embed(query) if index is not None and use_vectors else None
+
+    def ranked() -> Scored:
         where = caller.filter(kinds=checked_kinds, as_of=when)
         if memory_ids is not None:
             where = dataclasses.replace(where, memory_ids=memory_ids)
@@ -142,8 +147,9 @@ def recall(
         cosines: dict[str, float] = {}
         if use_vectors:
             assert index is not None  # noqa: S101 - use_vectors implies an index
+            assert asked_vector is not None  # noqa: S101 - embedded when use_vectors
             ranked = index.rank(
-                store, where, index.embed(query), depth, lambda entry: opened_vector(caller, entry)
+                store, where, asked_vector, depth, lambda entry: opened_vector(caller, entry)
             )
             if note is not None and ranked.foreign:
                 note.extra.append(("vectors_of_another_embedder", str(ranked.foreign)))
@@ -175,6 +181,13 @@ def recall(
             relevance = {record.id: score for record, _, score in scored}
             scored = _trust_first(relevance, _signals.rank(caller, scored, now=services.now()))
         scored = _ordered(scored, TIE if use_vectors else 0.0)[:top_k]
+        return scored
+
+    try:
+        with services.store.unit(write=False):
+            scored = ranked()
+    except StaleSnapshot:
+        scored = ranked()
     if count_uses and scored:
         used = [(record, subject) for record, subject, _ in scored]
         _signals.count_uses(caller, used, now=services.now())

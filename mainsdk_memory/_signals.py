@@ -83,6 +83,7 @@ person deletes their documents; exporting a person lists their signals.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -520,12 +521,16 @@ class SignalBook:
         change: Callable[[dict[str, Held]], bool],
         *,
         prune: bool = False,
+        taken: dict[tuple[str, str], _Pending] | None = None,
     ) -> Mapping[str, Held]:
-        """:meth:`_change`'s work, under its locks."""
+        """:meth:`_change`'s work, under its locks (``taken`` gets the unwritten uses it
+        took, to give back if a batch rolls back)."""
         current = self._read(tenant, subject, keys)
         entries = dict(current.entries)
         with self._opened_lock:
             pending = self._pending.pop((tenant, subject), None)
+            if pending is not None and taken is not None:
+                taken[(tenant, subject)] = pending
         if pending is not None and pending.uses:
             live = self._live(tenant, pending.uses)  # a use racing a forget is dropped
             _merged(entries, pending, live)
@@ -604,33 +609,53 @@ class SignalBook:
     def _write_pending(
         self, slots: Sequence[tuple[tuple[str, str], SubjectKeys]], now: datetime
     ) -> None:
-        """Write the uses of ``slots``: all of them in one unit of work when the driver has
-        one (one transaction), under the locks once; if that fails, one subject at a time."""
+        """Write the uses of ``slots``: per tenant, all of that tenant's in one unit of work
+        under the locks once when the driver's unit is a transaction; if it fails (it rolled
+        back whole), and on other drivers, one subject at a time."""
+        by_tenant: dict[str, list[tuple[tuple[str, str], SubjectKeys]]] = {}
+        for slot, keys in slots:
+            by_tenant.setdefault(slot[0], []).append((slot, keys))
+        for group in by_tenant.values():
+            if len(group) < 2 or not self._write_together(group, now):
+                for (tenant, subject), keys in group:
+                    try:
+                        self._change(tenant, subject, keys, now, lambda entries: False)
+                    except Exception:  # uses are a soft signal: never fail a call for them
+                        with self._opened_lock:
+                            self._pending.pop((tenant, subject), None)
+
+    def _write_together(
+        self, group: Sequence[tuple[tuple[str, str], SubjectKeys]], now: datetime
+    ) -> bool:
+        """Write one tenant's ``group`` in one transaction; whether it was written. Not
+        written (a driver whose unit is not a transaction, or a failure): nothing of it is
+        stored, and the uses it took are given back."""
         opener: Any = getattr(self._driver, "unit", None)
-        if len(slots) > 1 and callable(opener):
-            with self._opened_lock:  # restored if the batch is rolled back
-                kept = {slot: self._pending.get(slot) for slot, _ in slots}
+        if not callable(opener):
+            return False
+        unit = opener()
+        if isinstance(unit, contextlib.nullcontext):
+            return False  # each write its own step: a failure half way could not be undone
+        taken: dict[tuple[str, str], _Pending] = {}
+        with self._writing, self._keystore.anchors.control_lock(exclusive=True):
             try:
-                with (
-                    self._writing,
-                    self._keystore.anchors.control_lock(exclusive=True),
-                    opener(),
-                ):
-                    for (tenant, subject), keys in slots:
-                        self._changed(tenant, subject, keys, now, lambda entries: False)
-                return
-            except Exception:  # retried subject by subject below
+                with unit:
+                    for (tenant, subject), keys in group:
+                        self._changed(
+                            tenant, subject, keys, now, lambda entries: False, taken=taken
+                        )
+                return True
+            except Exception:  # rolled back whole: retried subject by subject
                 with self._opened_lock:
-                    for slot, pending in kept.items():
-                        if pending is not None and slot not in self._pending:
-                            self._pending[slot] = pending
+                    for slot, pending in taken.items():
                         self._opened.pop(slot, None)  # may hold what was rolled back
-        for (tenant, subject), keys in slots:
-            try:
-                self._change(tenant, subject, keys, now, lambda entries: False)
-            except Exception:  # uses are a soft signal: never fail a call for them
-                with self._opened_lock:
-                    self._pending.pop((tenant, subject), None)
+                        later = self._pending.get(slot)
+                        if later is not None:  # counted meanwhile: both are kept
+                            for memory_id, (count, at) in later.uses.items():
+                                before, last = pending.uses.get(memory_id, (0, at))
+                                pending.uses[memory_id] = (before + count, max(at, last))
+                        self._pending[slot] = pending
+                return False
 
     def add_feedback(
         self,

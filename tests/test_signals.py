@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import event
 
 from mainsdk_memory import (
     AgentDisabledError,
@@ -703,44 +702,62 @@ def test_a_person_recalled_once_is_written_by_the_next_recall_of_anyone(
         assert memory.driver.control_get("acme", "app", key) is not None
 
 
-def test_past_max_pending_the_oldest_are_written_together_in_one_transaction(
+def _units_of_writes(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """Each signals document written from now on, by key: the db driver's unit of work it
+    was written in (``None``: a transaction of its own, or a driver without units)."""
+    from mainsdk_memory.drivers.db import _driver as db_driver
+
+    units: dict[str, object] = {}
+    put = memory.driver.control_put
+
+    def recording(tenant_id: str, app: str, key: str, value: bytes | None) -> None:
+        units[key] = db_driver._UNIT.get()
+        put(tenant_id, app, key, value)
+
+    monkeypatch.setattr(memory.driver, "control_put", recording)
+    return units
+
+
+def test_past_max_pending_the_oldest_are_written_together_per_tenant(
     store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past MAX_PENDING subjects waiting, the oldest are written until half are left: one
-    transaction on a driver with units of work, and each subject's uses as counted."""
+    tenant's in one transaction on a driver with units of work, each with its uses."""
     monkeypatch.setattr(signals, "MAX_PENDING", 4)
-    with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory, \
-            tenant.use("acme"):
-        names = ["ada", "bob", "cy", "dee", "eve"]
-        handles = {name: memory.acting_for(name, agent="bot") for name in names}
-        for name, handle in handles.items():
-            handle.remember(f"{name.title()}'s tea is green.")
-        commits: list[int] = []
-        engine = getattr(memory.driver, "engine", None)
-        if engine is not None:
-            event.listen(engine, "commit", lambda _connection: commits.append(1))
-        keys = {name: signals.document_key(caller_of(h).pseudonym()) for name, h in
-                handles.items()}
-        for name in names[:4]:
-            handles[name].recall("tea")
-        assert all(memory.driver.control_get("acme", "app", keys[n]) is None for n in names)
-        commits.clear()
-        handles["eve"].recall("tea")  # five waiting: the oldest three are written
-        if engine is not None:
-            assert len(commits) == 2  # the recall's read, then the three documents at once
-        written = [n for n in names if memory.driver.control_get("acme", "app", keys[n])]
-        assert written == ["ada", "bob", "cy"]
-        for name in written:
-            subject = caller_of(handles[name]).pseudonym()
-            entries = _entries(memory, subject, name)
-            assert [held.uses for held in entries.values()] == [1]
+    with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory:
+        order = [("acme", "ada"), ("globex", "gus"), ("acme", "bob"), ("globex", "gia"),
+                 ("acme", "cy")]
+        handles = {}
+        for tenant_id, name in order:
+            with tenant.use(tenant_id):
+                handles[name] = memory.acting_for(name, agent="bot")
+                handles[name].remember(f"{name.title()}'s tea is green.")
+        keys = {name: signals.document_key(caller_of(h).pseudonym())
+                for name, h in handles.items()}
+        units = _units_of_writes(memory, monkeypatch)
+        for tenant_id, name in order:
+            with tenant.use(tenant_id):
+                handles[name].recall("tea")  # the fifth makes the oldest three due
+        assert set(units) == {keys["ada"], keys["gus"], keys["bob"]}
+        if store.startswith("sqlite"):
+            assert units[keys["ada"]] is not None
+            assert units[keys["ada"]] is units[keys["bob"]]  # acme's two: one transaction
+            assert units[keys["gus"]] is None  # globex's one: a transaction of its own
+        for tenant_id, name in [("acme", "ada"), ("globex", "gus"), ("acme", "bob")]:
+            with tenant.use(tenant_id):
+                subject = caller_of(handles[name]).pseudonym()
+                services = services_of(memory)
+                person_keys = services.subject_keys(tenant_id, name, create=False)
+                assert person_keys is not None
+                entries = services.signals.entries(tenant_id, subject, person_keys)
+                assert [held.uses for held in entries.values()] == [1]
 
 
 def test_a_batch_of_uses_that_fails_is_written_subject_by_subject(
     store: str, keys_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One subject whose document cannot be written loses its uses; the others of its batch
-    are still written, and the recall does not fail."""
+    """A subject whose document cannot be written loses its uses; the others of its batch
+    are still written, each use counted once, and the recall does not fail."""
     monkeypatch.setattr(signals, "MAX_PENDING", 2)
     with Memory.open(store, keys=keys_path, app="app", embedder=None) as memory, \
             tenant.use("acme"):
@@ -753,7 +770,7 @@ def test_a_batch_of_uses_that_fails_is_written_subject_by_subject(
         put = memory.driver.control_put
 
         def refusing(tenant_id: str, app: str, key: str, value: bytes | None) -> None:
-            if key == keys["ada"]:
+            if key == keys["bob"]:  # the second of the batch: Ada's is written before it
                 raise StoreError("The store cannot be written.")
             put(tenant_id, app, key, value)
 
@@ -761,6 +778,6 @@ def test_a_batch_of_uses_that_fails_is_written_subject_by_subject(
         handles["ada"].recall("tea")
         handles["bob"].recall("tea")
         assert len(handles["cy"].recall("tea")) == 1  # three waiting: Ada's and Bob's due
-        assert memory.driver.control_get("acme", "app", keys["ada"]) is None
-        bob = _entries(memory, caller_of(handles["bob"]).pseudonym(), "bob")
-        assert [held.uses for held in bob.values()] == [1]
+        assert memory.driver.control_get("acme", "app", keys["bob"]) is None
+        ada = _entries(memory, caller_of(handles["ada"]).pseudonym(), "ada")
+        assert [held.uses for held in ada.values()] == [1]

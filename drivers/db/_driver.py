@@ -148,6 +148,14 @@ class _Unit:
         self.tenant: str | None = None
         self.failed = False
 
+    @property
+    def snapshot(self) -> bool:
+        """Whether the unit is one snapshot: a write unit, or a read unit on PostgreSQL (on
+        SQLite a read transaction held for a whole call would hold the shared lock that every
+        writer's commit waits for, through the call's embedder and in-process locks, so there
+        each read of a read unit stays its own transaction)."""
+        return self.write or self.dialect == "postgresql"
+
     def join(self, tenant: str | None, *, write: bool) -> Connection:
         """The unit's connection, its transaction begun as ``tenant`` by the first caller."""
         if write and not self.write:
@@ -189,6 +197,8 @@ def transaction(
     all, marks the unit failed: what it did may be half done, so the whole unit rolls back.
     """
     unit = _UNIT.get()
+    if unit is not None and not (write or unit.snapshot):
+        unit = None  # a read in a SQLite read unit: a transaction of its own, as outside one
     if unit is None or unit.engine is not engine:
         with _own_transaction(engine, dialect, tenant=tenant, write=write) as connection:
             yield connection
@@ -436,7 +446,7 @@ class DbDriver(BaseDriver):
         self._engine.dispose()
 
     @contextlib.contextmanager
-    def unit(self, *, write: bool = True) -> Iterator[None]:
+    def unit(self, *, write: bool = True) -> Iterator[bool | None]:
         """Run every operation of this driver made inside the block, on this thread, in one
         transaction (the driver protocol's optional unit of work).
 
@@ -447,21 +457,24 @@ class DbDriver(BaseDriver):
         of the block is rolled back. A unit inside a unit is the outer one. Other threads,
         and other drivers, are not affected.
 
-        ``write=False`` is a read unit: the block's reads see one snapshot of the store, in
-        one transaction (a recall's control records, statistics, postings and rows), and a
-        write inside it raises ``ValueError``, as does a write unit inside it.
+        ``write=False`` is a read unit: a write inside it raises ``ValueError``, as does a
+        write unit inside it. On PostgreSQL its reads are one transaction, one snapshot
+        (REPEATABLE READ, read only: a recall's control records, statistics, postings and
+        rows); on SQLite each read stays its own transaction (see :attr:`_Unit.snapshot`).
+        The block gets ``True`` (``with driver.unit() as snapshot``) when its reads see one
+        snapshot, else ``None``.
         """
         current = _UNIT.get()
         if current is not None and current.engine is self._engine:
             if write and not current.write:
                 raise ValueError("a read unit of work does not write; write outside it")
-            yield
+            yield True if current.snapshot else None
             return
         with translated("committing a call"), contextlib.ExitStack() as stack:
             unit = _Unit(self._engine, self.dialect, stack, write=write)
             token = _UNIT.set(unit)
             try:
-                yield
+                yield True if unit.snapshot else None
                 if unit.failed:
                     raise StoreError(
                         "A step of this call failed in the database store, so the call's "
