@@ -281,8 +281,9 @@ class Driver(Protocol):
     atomic step with the others: all of them happen, or none (a failure inside, or the block
     raising, undoes them all); a unit inside a unit is the outer one, and the operations of
     one unit are of one tenant. The SDK runs one call's operations in one (``remember``).
-    ``unit(write=False)``, when ``unit`` takes ``write``, is a read unit: its reads see one
-    snapshot and a write inside it raises ``ValueError`` (``recall``, ADR 0101).
+    ``unit(write=False)``, when ``unit`` takes ``write``, is a read unit: a write inside it
+    raises ``ValueError``, and it yields ``True`` when its reads see one snapshot
+    (``recall``, ADR 0101).
     A driver without it, or whose ``unit()`` does nothing (:class:`BaseDriver`'s), keeps
     each method its own atomic step; the SDK relies on nothing more.
 

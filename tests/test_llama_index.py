@@ -111,7 +111,9 @@ def test_an_injection_attempt_in_a_memory_stays_escaped_data(
     # each tag once: the structure's own; the memory's are escaped, the template not run
     for tag in ("</memory-data>", "</recalled_memories>", "<memory id="):
         assert text.count(tag) == 1, tag
-    assert "{{ 7 * 7 }}" in text and "49" not in text and "&lt;/memory-data&gt;" in text
+    # (the template's value checked in the entry's text: the timestamps may hold a "49")
+    assert "{{ 7 * 7 }}" in text and "&lt;/memory-data&gt;" in text
+    assert "49" not in entries[0].text
 
 
 def test_the_system_default_is_refused_and_what_it_would_do(local: Memory, acme: str) -> None:
