@@ -8,8 +8,9 @@ know about them:
 ``clean``
     HTML entities decoded, Unicode NFKC, invisible characters (zero-width, bidi controls,
     tag characters, variation selectors, invisible operators, soft hyphen) removed, case
-    folded, look-alike letters folded to Latin (Cyrillic, Greek, a few IPA and Latin
-    variants). Punctuation, digits and line breaks are kept, so URLs, tags and JSON keep
+    folded, look-alike letters folded to Latin (every single letter Unicode's confusables
+    pair with a Latin one, and a hand-written table of Cyrillic, Greek, IPA and Latin
+    variants over it). Punctuation, digits and line breaks are kept, so URLs, tags and JSON keep
     their shape. The markup and exfiltration rules read this view.
 ``words``
     ``clean``, then leetspeak undone in tokens that contain a letter (``1gn0r3`` -> ``ignore``,
@@ -31,6 +32,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Final
+
+from mainsdk_memory._lookalike_table import LOOKALIKE_FOLD
 
 __all__ = ["INVISIBLE", "Views", "clean_view", "normalize_for_detection", "views"]
 
@@ -64,9 +67,10 @@ def _table(*chunks: str) -> dict[int, str]:
     return table
 
 
-# Letters that look like Latin ones, after case folding. Small on purpose: the scripts an
-# attacker reaches for to dodge an English filter, not a full confusables table.
-_LOOKALIKES: Final = _table(
+# Letters that look like Latin ones, after case folding: Unicode's confusables
+# (:mod:`._lookalike_table`, generated from UTS #39), then this hand-written table over them
+# (the scripts an attacker reaches for first, folded as they read, e.g. Cyrillic ж as x).
+_LOOKALIKES: Final = LOOKALIKE_FOLD | _table(
     # Cyrillic
     "\u0430a \u0431b \u0432b \u0433r \u0434d \u0435e \u0451e \u0436x \u04373 \u0438u \u0439u "
     "\u043ak \u043bn \u043cm \u043dh \u043eo \u043fn \u0440p \u0441c \u0442t \u0443y \u0444f "
