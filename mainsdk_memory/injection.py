@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from mainsdk_memory._errors import InvalidInputError
+from mainsdk_memory._injection_decode import MAX_DEPTH, MAX_PAYLOADS, hidden_payloads
 from mainsdk_memory._injection_normalize import Views, normalize_for_detection, views
 from mainsdk_memory._injection_rules import CATEGORIES, RULES, Rule
 
@@ -93,13 +94,25 @@ class RuleDetector:
         self.rules = chosen
 
     def check(self, text: str) -> list[Finding]:
-        """Return a finding for each rule that fires on ``text`` (after normalisation)."""
+        """Return a finding for each rule that fires on ``text`` (after normalisation), or on
+        a payload base64, hex or ROT13 hides in it (decoded: :mod:`._injection_decode`)."""
         if not isinstance(text, str):
             raise InvalidInputError("The injection check takes text (str) only.")
         if not text:
             return []
-        seen = views(text)
-        return [Finding(rule.id, rule.category) for rule in self.rules if rule.check(seen)]
+        texts = [text]
+        fired: set[str] = set()
+        for depth in range(MAX_DEPTH + 1):
+            hidden: list[str] = []
+            for one in texts:
+                seen = views(one)
+                fired.update(rule.id for rule in self.rules if rule.check(seen))
+                if depth < MAX_DEPTH:
+                    hidden += hidden_payloads(one)
+            texts = hidden[:MAX_PAYLOADS]
+            if not texts:
+                break
+        return [Finding(rule.id, rule.category) for rule in self.rules if rule.id in fired]
 
     def __repr__(self) -> str:
         return f"RuleDetector({len(self.rules)} rules)"
