@@ -52,6 +52,8 @@ MODULE_EXTRAS: dict[str, str] = {
     "mainsdk_memory/integrations/asgi.py": "server",
     # the context block's escape table generator, run by developers and a test
     "mainsdk_memory/_context_table_gen.py": "dev",
+    # the injection check's look-alike table generator, run by developers and a test
+    "mainsdk_memory/_lookalike_gen.py": "dev",
 }
 
 #: Third-party imports of the package that no extra declares, each with its reason.
