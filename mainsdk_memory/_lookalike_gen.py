@@ -28,13 +28,14 @@ import sys
 from pathlib import Path
 from typing import cast
 
-__all__ = ["generate", "main", "render"]
+__all__ = ["generate", "lookalikes", "main", "render"]
 
 _TABLE = Path(__file__).with_name("_lookalike_table.py")
 
 
-def generate() -> tuple[dict[int, str], str]:
-    """The fold (code point → lower-case ASCII letter) and the source it came from."""
+def lookalikes() -> dict[str, set[str]]:
+    """Each single code point, not ASCII, that a confusable pair joins to an ASCII letter,
+    with the letters (either case) it is paired with."""
     module = importlib.import_module("confusable_homoglyphs.confusables")
     pairs = cast("dict[str, list[dict[str, str]]]", module.confusables_data)
     ascii_letters = set(string.ascii_letters)
@@ -44,6 +45,12 @@ def generate() -> tuple[dict[int, str], str]:
             for one, other in ((key, entry["c"]), (entry["c"], key)):
                 if one in ascii_letters and len(other) == 1 and not other.isascii():
                     letters.setdefault(other, set()).add(one)
+    return letters
+
+
+def generate() -> tuple[dict[int, str], str]:
+    """The fold (code point → lower-case ASCII letter) and the source it came from."""
+    letters = lookalikes()
     fold: dict[int, str] = {}
     for char, found in letters.items():
         target = sorted(found, key=lambda letter: (letter.isupper(), letter))[0].lower()

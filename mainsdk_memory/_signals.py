@@ -496,6 +496,13 @@ class SignalBook:
                 return stored
             return _WithPending(stored, dict(pending.uses))
 
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """One writer of the signals documents at a time: in this process, and across
+        processes through the key store's control lock (shared with the control records)."""
+        with self._writing, self._keystore.anchors.control_lock(exclusive=True):
+            yield
+
     def _change(
         self,
         tenant: str,
@@ -509,7 +516,7 @@ class SignalBook:
         """Read, ``change`` (it says whether it changed anything) and write back the subject's
         document, one writer at a time (in this process and across processes); returns the
         entries as written."""
-        with self._writing, self._keystore.anchors.control_lock(exclusive=True):
+        with self._locked():
             return self._changed(tenant, subject, keys, now, change, prune=prune)
 
     def _changed(
@@ -637,7 +644,7 @@ class SignalBook:
         if isinstance(unit, contextlib.nullcontext):
             return False  # each write its own step: a failure half way could not be undone
         taken: dict[tuple[str, str], _Pending] = {}
-        with self._writing, self._keystore.anchors.control_lock(exclusive=True):
+        with self._locked():
             try:
                 with unit:
                     for (tenant, subject), keys in group:
@@ -711,7 +718,7 @@ class SignalBook:
 
     def delete(self, tenant: str, subjects: Iterable[str]) -> None:
         """Delete the documents of ``subjects`` (their person is being erased)."""
-        with self._writing, self._keystore.anchors.control_lock(exclusive=True):
+        with self._locked():
             for subject in subjects:
                 with self._opened_lock:
                     self._pending.pop((tenant, subject), None)
