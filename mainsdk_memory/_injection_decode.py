@@ -14,9 +14,10 @@ import base64
 import binascii
 import codecs
 import re
+from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["MAX_DEPTH", "MAX_PAYLOADS", "hidden_payloads"]
+__all__ = ["MAX_DEPTH", "MAX_PAYLOADS", "hidden_payloads", "unfolded"]
 
 MAX_PAYLOADS: Final = 16
 """At most this many payloads are decoded from one text (each level)."""
@@ -81,3 +82,18 @@ def hidden_payloads(text: str) -> list[str]:
     if _ROT13_NEEDLES.search(text):
         found.append(codecs.encode(text, "rot13"))
     return found[:MAX_PAYLOADS]
+
+
+def unfolded(text: str) -> Iterator[str]:
+    """``text``, then the payloads hidden in it, then theirs: :data:`MAX_DEPTH` levels below
+    the text, at most :data:`MAX_PAYLOADS` a level. Every detector part checks each one."""
+    texts = [text]
+    for depth in range(MAX_DEPTH + 1):
+        hidden: list[str] = []
+        for one in texts:
+            yield one
+            if depth < MAX_DEPTH:
+                hidden += hidden_payloads(one)
+        texts = hidden[:MAX_PAYLOADS]
+        if not texts:
+            return

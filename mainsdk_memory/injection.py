@@ -22,13 +22,15 @@ false-positive rates, and the blind spots.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
 from mainsdk_memory._errors import InvalidInputError
-from mainsdk_memory._injection_decode import MAX_DEPTH, MAX_PAYLOADS, hidden_payloads
+from mainsdk_memory._injection_decode import unfolded
+from mainsdk_memory._injection_model import InjectionModel, load_model
 from mainsdk_memory._injection_normalize import Views, normalize_for_detection, views
 from mainsdk_memory._injection_rules import CATEGORIES, RULES, Rule
 
@@ -39,6 +41,7 @@ __all__ = [
     "ClassifierDetector",
     "Detector",
     "Finding",
+    "ModelDetector",
     "Rule",
     "RuleDetector",
     "Views",
@@ -100,18 +103,10 @@ class RuleDetector:
             raise InvalidInputError("The injection check takes text (str) only.")
         if not text:
             return []
-        texts = [text]
         fired: set[str] = set()
-        for depth in range(MAX_DEPTH + 1):
-            hidden: list[str] = []
-            for one in texts:
-                seen = views(one)
-                fired.update(rule.id for rule in self.rules if rule.check(seen))
-                if depth < MAX_DEPTH:
-                    hidden += hidden_payloads(one)
-            texts = hidden[:MAX_PAYLOADS]
-            if not texts:
-                break
+        for one in unfolded(text):
+            seen = views(one)
+            fired.update(rule.id for rule in self.rules if rule.check(seen))
         return [Finding(rule.id, rule.category) for rule in self.rules if rule.id in fired]
 
     def __repr__(self) -> str:
@@ -169,6 +164,70 @@ class ClassifierDetector:
         return f"ClassifierDetector(threshold={self.threshold}, rule={self.rule!r})"
 
 
+@functools.cache
+def _shipped_model() -> InjectionModel:
+    return load_model()
+
+
+class ModelDetector:
+    """The injection model shipped in the package as a detector (no network, no download).
+
+    A linear classifier over character n-grams of the same normalised text the rules read
+    (:mod:`._injection_model`), trained by ``tools/train_injection_model.py`` on the sets it
+    names (ADR 0103). It scores the text and every payload an encoding hides in it, and gives
+    one :class:`Finding` (id ``INJ-M01``, category ``"classifier"``) when a score reaches
+    ``threshold`` (default: the one chosen when the model was trained). The weights are read
+    on the first check, once per process. ``uses_model`` is False: nothing is sent to a model
+    service, so the check also runs for children's memories.
+    """
+
+    __slots__ = ("_threshold",)
+
+    uses_model = False
+
+    def __init__(self, *, threshold: float | None = None) -> None:
+        if threshold is not None and (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not 0.0 < float(threshold) <= 1.0
+        ):
+            raise InvalidInputError(
+                "threshold must be a number in (0, 1], or None for the model's own."
+            )
+        self._threshold = None if threshold is None else float(threshold)
+
+    @property
+    def threshold(self) -> float:
+        """The score at or above which a text is flagged."""
+        return _shipped_model().threshold if self._threshold is None else self._threshold
+
+    def score(self, text: str) -> float:
+        """The model's probability that ``text`` is an injection (the highest of the text's
+        and of its hidden payloads')."""
+        if not isinstance(text, str):
+            raise InvalidInputError("The injection check takes text (str) only.")
+        model = _shipped_model()
+        return max((model.score(normalize_for_detection(one)) for one in unfolded(text)),
+                   default=0.0)
+
+    def check(self, text: str) -> list[Finding]:
+        """One finding when the model's score reaches the threshold, else none."""
+        if not isinstance(text, str):
+            raise InvalidInputError("The injection check takes text (str) only.")
+        if not text:
+            return []
+        model = _shipped_model()
+        threshold = self.threshold
+        for one in unfolded(text):
+            if model.score(normalize_for_detection(one)) >= threshold:
+                return [Finding(model.id, "classifier")]
+        return []
+
+    def __repr__(self) -> str:
+        return "ModelDetector()" if self._threshold is None else (
+            f"ModelDetector(threshold={self._threshold})")
+
+
 class AnyOf:
     """Several detectors as one: the findings of all of them, each distinct finding once.
 
@@ -200,5 +259,5 @@ class AnyOf:
         return f"AnyOf({', '.join(repr(detector) for detector in self.detectors)})"
 
 
-DEFAULT_DETECTOR: Final[Detector] = RuleDetector()
-"""The detector Memory uses unless told otherwise: :class:`RuleDetector` with every rule."""
+DEFAULT_DETECTOR: Final[Detector] = AnyOf(RuleDetector(), ModelDetector())
+"""The detector Memory uses unless told otherwise: every rule, and the shipped model."""
