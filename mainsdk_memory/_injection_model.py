@@ -4,7 +4,7 @@ The rules (:mod:`._injection_rules`) catch the forms they were written for; this
 the wording around them, so a paraphrase, a role-play set-up or an attack in another language
 that no rule names can still be caught. It reads the same ``words`` view the language rules
 read (look-alikes, invisible characters, leetspeak and spacing already undone), so it needs no
-tokenizer and no vocabulary: every character n-gram of 2 to 5 characters is hashed into one of
+tokenizer and no vocabulary: every character n-gram of 1 to 5 characters is hashed into one of
 ``2**BITS`` weights.
 
 A text is scored in windows of :data:`WINDOW` characters (half overlapping), because an
@@ -43,8 +43,8 @@ MODEL_FILE: Final = "injection-model.npz"
 """The shipped weights, under ``mainsdk_memory/data``."""
 BITS: Final = 18
 """``2**BITS`` hashed features."""
-GRAMS: Final = (2, 3, 4, 5)
-"""The character n-gram lengths."""
+GRAMS: Final = (1, 2, 3, 4, 5)
+"""The character n-gram lengths (single characters are words in Chinese)."""
 WINDOW: Final = 256
 """Characters per scored window."""
 STRIDE: Final = 128
@@ -115,7 +115,7 @@ class InjectionModel:
         if not words:
             return 0.0
         per_gram = gram_indices(words, BITS)
-        length = len(per_gram[0])  # the 2-grams: one per position but the last
+        length = len(per_gram[0])  # single characters: one per position
         if length == 0:
             return 0.0
         sums = np.zeros(length + 1, dtype=np.float64)

