@@ -45,9 +45,9 @@ BITS: Final = 18
 """``2**BITS`` hashed features."""
 GRAMS: Final = (1, 2, 3, 4, 5)
 """The character n-gram lengths (single characters are words in Chinese)."""
-WINDOW: Final = 256
+WINDOW: Final = 128
 """Characters per scored window."""
-STRIDE: Final = 128
+STRIDE: Final = 64
 """Characters between window starts."""
 
 _MIX1: Final = np.uint64(0xFF51AFD7ED558CCD)
@@ -126,14 +126,9 @@ class InjectionModel:
             counts[1 : len(indices) + 1] += 1.0
         np.cumsum(sums, out=sums)
         np.cumsum(counts, out=counts)
-        best = -math.inf
-        for start, end in window_rows(length):
-            grams = counts[end] - counts[start]
-            if grams:
-                best = max(best, (sums[end] - sums[start]) / math.sqrt(grams))
-        if best == -math.inf:
-            return 0.0
-        logit = self.bias + best
+        rows = np.asarray(window_rows(length), dtype=np.int64)
+        grams = counts[rows[:, 1]] - counts[rows[:, 0]]
+        logit = self.bias + float(np.max((sums[rows[:, 1]] - sums[rows[:, 0]]) / np.sqrt(grams)))
         return 1.0 / (1.0 + math.exp(-logit)) if logit > -700 else 0.0
 
 
