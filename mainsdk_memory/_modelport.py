@@ -4,7 +4,8 @@
 (:class:`ConfigurationError`); the person must not be a child
 (:class:`ModelNotAllowedError`: no model ever runs for a child); the agent's kill switch
 (:class:`AgentDisabledError`) and its ``model_calls_per_minute`` (:class:`LimitExceededError`);
-the injection check on every message (:class:`MemoryInjectionError`). Then every message is
+the injection check on every message but the app's own ``system`` instructions, which are
+instructions by design (:class:`MemoryInjectionError`; ADR 0103). Then every message is
 redacted with one :class:`~mainsdk_memory._redaction.Redactor` over the person's id and the
 identifiers the caller names, the model is called, its answer is checked for injection once
 its placeholders are restored, and the restored answer is returned. One audit event per call
@@ -80,8 +81,9 @@ def complete(
             records = caller.agent_records()
             caller.written_by(records)  # the kill switch
             _count_call(caller, services.agents.limits(records).model_calls_per_minute)
-        for content in contents:
-            check_injection(services, content)
+        for role, content in zip(roles, contents, strict=True):
+            if role != "system":  # the app's (or the SDK's) own instructions to the model
+                check_injection(services, content)
         redactor = Redactor([caller.person, *names])
         sent = [
             {"role": role, "content": text}

@@ -553,6 +553,22 @@ def test_injection_is_refused_going_in_and_coming_out(port: Port) -> None:
     assert "previous" not in json.dumps([e.to_dict() for e in events])
 
 
+def test_the_apps_own_system_instructions_are_not_checked(port: Port) -> None:
+    # A system message is the app's (here the SDK's own learn prompt) instructions to the
+    # model: instructions by design, which the injection model rightly reads as instructions.
+    from mainsdk_memory._learning import _INSTRUCTIONS
+    from mainsdk_memory.injection import DEFAULT_DETECTOR
+
+    assert DEFAULT_DETECTOR.check(_INSTRUCTIONS)  # it would be refused as a user's text
+    caller = caller_of(port.memory.acting_for("ada-7", agent="bot"))
+    port.server.answer = lambda messages: "Noted."
+    answer = complete(caller, [{"role": "system", "content": _INSTRUCTIONS},
+                               {"role": "user", "content": "I like tea."}], purpose="learn")
+    assert answer == "Noted." and len(port.server.requests) == 1
+    with pytest.raises(MemoryInjectionError):  # the same text in a user message is checked
+        complete(caller, [{"role": "user", "content": _INSTRUCTIONS}], purpose="learn")
+
+
 def test_a_failing_model_is_audited_and_raised_without_content(port: Port) -> None:
     caller = caller_of(port.memory.acting_for("ada-7", agent="bot"))
     port.server.mode = "error"  # its reply quotes the prompt back

