@@ -21,6 +21,7 @@ the file, with their digests); nothing is downloaded. Detection only: the model 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -36,6 +37,7 @@ __all__ = [
     "InjectionModel",
     "gram_indices",
     "load_model",
+    "model_view",
     "window_rows",
 ]
 
@@ -89,6 +91,16 @@ def gram_indices(text: str, bits: int = BITS) -> list[NDArray[np.int64]]:
     return found
 
 
+_RUNS: Final = re.compile(r"(.)\1{3,}", re.S)
+
+
+def model_view(words: str) -> str:
+    """``words`` with every run of one character cut to three (``xxxxxxxx`` -> ``xxx``,
+    ``!!!!!!`` -> ``!!!``): a repeated character adds no meaning, but would add its n-grams'
+    weights again and again."""
+    return _RUNS.sub(r"\1\1\1", words)
+
+
 def window_rows(length: int) -> list[tuple[int, int]]:
     """The ``[start, end)`` positions of the windows a text of ``length`` grams is read in."""
     if length <= WINDOW:
@@ -114,7 +126,7 @@ class InjectionModel:
         the highest of its windows'."""
         if not words:
             return 0.0
-        per_gram = gram_indices(words, BITS)
+        per_gram = gram_indices(model_view(words), BITS)
         length = len(per_gram[0])  # single characters: one per position
         if length == 0:
             return 0.0

