@@ -101,10 +101,6 @@ class RuleDetector:
     def check(self, text: str) -> list[Finding]:
         """Return a finding for each rule that fires on ``text`` (after normalisation), or on
         a payload base64, hex or ROT13 hides in it (decoded: :mod:`._injection_decode`)."""
-        if not isinstance(text, str):
-            raise InvalidInputError("The injection check takes text (str) only.")
-        if not text:
-            return []
         return self._check_views(_all_views(text))
 
     def _check_views(self, seen: list[Views]) -> list[Finding]:
@@ -119,8 +115,11 @@ class RuleDetector:
 
 
 def _all_views(text: str) -> list[Views]:
-    """The views of ``text`` and of every payload hidden in it (:func:`unfolded`)."""
-    return [views(one) for one in unfolded(text)]
+    """The views of ``text`` and of every payload hidden in it (:func:`unfolded`); none for
+    an empty text. Refuses what is not text."""
+    if not isinstance(text, str):
+        raise InvalidInputError("The injection check takes text (str) only.")
+    return [views(one) for one in unfolded(text)] if text else []
 
 
 class ClassifierDetector:
@@ -222,10 +221,6 @@ class ModelDetector:
 
     def check(self, text: str) -> list[Finding]:
         """One finding when the model's score reaches the threshold, else none."""
-        if not isinstance(text, str):
-            raise InvalidInputError("The injection check takes text (str) only.")
-        if not text:
-            return []
         return self._check_views(_all_views(text))
 
     def _check_views(self, seen: list[Views]) -> list[Finding]:
