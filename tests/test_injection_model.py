@@ -54,6 +54,7 @@ def test_the_model_was_trained_on_the_committed_training_sets() -> None:
         ("benign_written.txt", REPO / "tools" / "injection_train" / "benign_written.txt"),
         ("benign_written_2.txt", REPO / "tools" / "injection_train" / "benign_written_2.txt"),
         ("benign_written_3.txt", REPO / "tools" / "injection_train" / "benign_written_3.txt"),
+        ("benign_written_4.txt", REPO / "tools" / "injection_train" / "benign_written_4.txt"),
         ("benign_dev.txt", DATA / "benign_dev.txt"),
     ):
         assert recorded[name] == hashlib.sha256(path.read_bytes()).hexdigest(), name

