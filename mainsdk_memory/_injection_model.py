@@ -14,7 +14,7 @@ over its ``n`` grams, so the cost is linear in the length and the same for every
 length.
 
 The weights ship in the package (``data/injection-model.npz``, float16) and are written by
-``training/train_injection_model.py`` from the training sets it names (they are recorded in
+``tools/train_injection_model.py`` from the training sets it names (they are recorded in
 the file, with their digests); nothing is downloaded. Detection only: the model keeps no text.
 """
 
@@ -51,6 +51,9 @@ WINDOW: Final = 128
 """Characters per scored window."""
 STRIDE: Final = 64
 """Characters between window starts."""
+PIECE: Final = 1 << 16
+"""Characters of a long text scored at a time (a multiple of :data:`STRIDE`, so the pieces'
+windows start where the whole text's would)."""
 
 _MIX1: Final = np.uint64(0xFF51AFD7ED558CCD)
 _MIX2: Final = np.uint64(0xC4CEB9FE1A85EC53)
@@ -76,7 +79,9 @@ def gram_indices(text: str, bits: int = BITS) -> list[NDArray[np.int64]]:
     their own grams. Deterministic across processes and machines (no ``hash()``).
     """
     padded = " " + text + " "
-    codes = np.frombuffer(padded.encode("utf-32-le"), dtype="<u4").astype(np.uint64)
+    # surrogatepass: a lone surrogate (valid in a str, not in UTF-8) is one more code point
+    codes = np.frombuffer(padded.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    codes = codes.astype(np.uint64)
     length = len(codes)
     rolling = np.zeros(length, dtype=np.uint64)
     found: list[NDArray[np.int64]] = []
@@ -123,10 +128,21 @@ class InjectionModel:
 
     def score(self, words: str) -> float:
         """The probability that ``words`` (the ``words`` view of a text) is an injection:
-        the highest of its windows'."""
-        if not words:
+        the highest of its windows'.
+
+        A long text is scored in pieces of :data:`PIECE` characters (each overlapping the
+        next by a window), so memory stays bounded whatever the length: about 75 bytes a
+        character of a piece, where a whole 8 MiB model answer would take 600 MB."""
+        view = model_view(words)
+        if len(view) <= PIECE + WINDOW:
+            return self._score_view(view)
+        return max(self._score_view(view[start : start + PIECE + WINDOW])
+                   for start in range(0, len(view) - WINDOW, PIECE))
+
+    def _score_view(self, view: str) -> float:
+        if not view:
             return 0.0
-        per_gram = gram_indices(model_view(words), BITS)
+        per_gram = gram_indices(view, BITS)
         length = len(per_gram[0])  # single characters: one per position
         if length == 0:
             return 0.0

@@ -144,9 +144,7 @@ class ClassifierDetector:
     ) -> None:
         if not callable(classify):
             raise InvalidInputError("classify must be a function from text to a score.")
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-            raise InvalidInputError("threshold must be a number in (0, 1].")
-        if not 0.0 < float(threshold) <= 1.0:
+        if not _is_threshold(threshold):
             raise InvalidInputError("threshold must be a number in (0, 1].")
         if not isinstance(rule, str) or not rule:
             raise InvalidInputError("rule must be a non-empty id such as 'INJ-MODEL'.")
@@ -173,6 +171,15 @@ class ClassifierDetector:
         return f"ClassifierDetector(threshold={self.threshold}, rule={self.rule!r})"
 
 
+def _is_threshold(value: object) -> bool:
+    """A number in (0, 1] (a bool is not a number here)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0.0 < float(value) <= 1.0
+    )
+
+
 @functools.cache
 def _shipped_model() -> InjectionModel:
     return load_model()
@@ -195,11 +202,7 @@ class ModelDetector:
     uses_model = False
 
     def __init__(self, *, threshold: float | None = None) -> None:
-        if threshold is not None and (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not 0.0 < float(threshold) <= 1.0
-        ):
+        if threshold is not None and not _is_threshold(threshold):
             raise InvalidInputError(
                 "threshold must be a number in (0, 1], or None for the model's own."
             )
@@ -213,11 +216,8 @@ class ModelDetector:
     def score(self, text: str) -> float:
         """The model's probability that ``text`` is an injection (the highest of the text's
         and of its hidden payloads')."""
-        if not isinstance(text, str):
-            raise InvalidInputError("The injection check takes text (str) only.")
         model = _shipped_model()
-        return max((model.score(normalize_for_detection(one)) for one in unfolded(text)),
-                   default=0.0)
+        return max((model.score(one.words) for one in _all_views(text)), default=0.0)
 
     def check(self, text: str) -> list[Finding]:
         """One finding when the model's score reaches the threshold, else none."""
@@ -259,13 +259,13 @@ class AnyOf:
         """Run every detector on ``text`` and merge their findings.
 
         The built-in detectors (rules, model) share one normalisation and decoding of the
-        text; any other detector gets the text itself.
+        text; any other detector, a subclass of them included, gets the text itself.
         """
         merged: dict[Finding, None] = {}
         seen: list[Views] | None = None
         shared = isinstance(text, str) and bool(text)
         for detector in self.detectors:
-            if shared and isinstance(detector, RuleDetector | ModelDetector):
+            if shared and type(detector) in _SHARES_VIEWS:
                 if seen is None:
                     seen = _all_views(text)
                 found = detector._check_views(seen)
@@ -278,6 +278,10 @@ class AnyOf:
     def __repr__(self) -> str:
         return f"AnyOf({', '.join(repr(detector) for detector in self.detectors)})"
 
+
+#: The detectors whose own check is exactly ``_check_views(_all_views(text))``; a subclass may
+#: override ``check``, so it is asked through it.
+_SHARES_VIEWS: Final = (RuleDetector, ModelDetector)
 
 DEFAULT_DETECTOR: Final[Detector] = AnyOf(RuleDetector(), ModelDetector())
 """The detector Memory uses unless told otherwise: every rule, and the shipped model."""

@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 
 from mainsdk_memory import InvalidInputError
-from mainsdk_memory._injection_model import BITS, GRAMS, STRIDE, WINDOW, load_model, window_rows
+from mainsdk_memory._injection_model import (
+    BITS,
+    GRAMS,
+    PIECE,
+    STRIDE,
+    WINDOW,
+    load_model,
+    window_rows,
+)
 from mainsdk_memory.injection import (
     DEFAULT_DETECTOR,
     AnyOf,
@@ -112,6 +120,32 @@ def test_a_long_text_is_read_in_overlapping_windows() -> None:
     assert MODEL.check(filler + MODEL_ONLY_ATTACK + " " + filler) != []
 
 
+def test_a_very_long_text_is_scored_in_pieces_of_bounded_memory() -> None:
+    # An attack after the first piece is found, and 2 MB of text needs tens of MB, not the
+    # 150 MB it would take scored whole.
+    import tracemalloc
+
+    filler = "Ada went to the market on Tuesday and bought apples and pears. "
+    long = filler * (PIECE // len(filler) + 400)
+    assert MODEL.check(long) == []
+    assert MODEL.check(long + MODEL_ONLY_ATTACK + " " + filler * 20) != []
+    huge = filler * (2_000_000 // len(filler))
+    tracemalloc.start()
+    try:
+        load_model().score(huge)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000_000, f"peak {peak / 1e6:.0f} MB"
+
+
+def test_a_lone_surrogate_is_scored_like_any_character() -> None:
+    # Valid in a str (JSON can carry one), not in UTF-8: the check must not crash on it.
+    assert DEFAULT_DETECTOR.check("I like tea \ud800 with milk.") == []
+    assert 0.0 <= MODEL.score("\udfff") < MODEL.threshold
+    assert MODEL.check(MODEL_ONLY_ATTACK + " \ud800") != []
+
+
 def test_the_model_takes_linear_time() -> None:
     model = load_model()
     timed = Rule("INJ-997", "classifier", "Model only",
@@ -129,8 +163,12 @@ def test_bad_input_and_a_bad_threshold_are_refused() -> None:
     for threshold in (0.0, 1.5, float("nan"), True, "0.9"):
         with pytest.raises(InvalidInputError):
             ModelDetector(threshold=threshold)  # type: ignore[arg-type]
-    assert ModelDetector(threshold=1.0).check(MODEL_ONLY_ATTACK) == [] or (
-        MODEL.score(MODEL_ONLY_ATTACK) == 1.0)
+    # The threshold given is the one used: just above the attack's score lets it through.
+    score = MODEL.score(MODEL_ONLY_ATTACK)
+    assert 0.0 < score < 1.0
+    assert ModelDetector(threshold=min(1.0, score + 1e-6)).check(MODEL_ONLY_ATTACK) == []
+    assert ModelDetector(threshold=score).check(MODEL_ONLY_ATTACK) == [
+        Finding("INJ-M01", "classifier")]
     assert repr(ModelDetector(threshold=0.9)) == "ModelDetector(threshold=0.9)"
 
 
@@ -147,5 +185,6 @@ def test_held_out_multilingual_personal_sentences_are_rarely_flagged() -> None:
     # The false-positive gate for other languages: at most 0.5% of the held-out set.
     texts = [line.partition("\t")[2] for line in texts_of(MULTILINGUAL)]
     assert len(texts) >= 350
-    flagged = [text for text in texts if DEFAULT_DETECTOR.check(text)]
-    assert len(flagged) / len(texts) <= 0.005, f"{len(flagged)} of {len(texts)} flagged"
+    # A count, not a list: a failing assertion must not print the held-out texts.
+    flagged = sum(bool(DEFAULT_DETECTOR.check(text)) for text in texts)
+    assert flagged / len(texts) <= 0.005, f"{flagged} of {len(texts)} flagged"

@@ -757,6 +757,7 @@ def test_the_injection_check_refuses_a_write_through_mcp_and_stores_nothing(
         async with connect(setup) as client:
             message = refused(await client.call_tool(REMEMBER, {"text": attack}), "MAIN-MEM-E090")
             assert "previous" not in message and "system prompt" not in message
+            assert attack[:20] not in message and attack[-20:] not in message
             with setup.open() as memory:
                 assert list(memory.driver.raw_dump()) == []
             # The server is still serving.

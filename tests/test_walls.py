@@ -156,6 +156,7 @@ def test_a_flagged_write_is_refused_and_stores_nothing(
     with pytest.raises(MemoryInjectionError) as error:
         bot.remember(attack)
     assert error.value.rules and "previous" not in str(error.value)
+    assert attack[:20] not in str(error.value) and attack[-20:] not in str(error.value)
     assert sorted(audited.driver.raw_dump()) == before
     assert sink.events[-1].operation == "remember" and sink.events[-1].outcome == "refused"
     record = bot.remember("Ada asked us to ignore the noise from the neighbours.")
