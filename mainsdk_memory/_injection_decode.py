@@ -3,9 +3,9 @@
 An instruction written in base64, in hex or in ROT13 passes every text rule as it stands.
 :func:`hidden_payloads` finds what looks like such a payload and decodes it; the detector
 checks each decoded payload again (itself searched again, so base64 inside hex is found) and
-reports what the rules and the model find in it, under their own ids. What does not decode to readable text
-(a long word, a URL path, a number, which also match the patterns) is dropped. Detection only:
-nothing decoded is stored, logged or returned.
+reports what the rules and the model find in it, under their own ids. What does not decode to
+readable text (a long word, a URL path, a number, which also match the patterns) is dropped.
+Detection only: nothing decoded is stored, logged or returned.
 """
 
 from __future__ import annotations

@@ -265,7 +265,8 @@ class AnyOf:
         seen: list[Views] | None = None
         shared = isinstance(text, str) and bool(text)
         for detector in self.detectors:
-            if shared and type(detector) in _SHARES_VIEWS:
+            if (shared and isinstance(detector, RuleDetector | ModelDetector)
+                    and type(detector) in _SHARES_VIEWS):
                 if seen is None:
                     seen = _all_views(text)
                 found = detector._check_views(seen)

