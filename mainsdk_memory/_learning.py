@@ -180,6 +180,11 @@ def turns_of(messages: Iterable[Any]) -> _Read:
                 )
             if "\x00" in text:
                 raise InvalidInputError(f"Message {index} holds a NUL character.")
+            if not validate.encodable(text):
+                raise InvalidInputError(
+                    f"Message {index} is not valid Unicode (lone surrogates); nothing was "
+                    "stored or sent."
+                )
             if text.strip():
                 message_of[len(turns)] = index
                 turns.append(

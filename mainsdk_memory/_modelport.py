@@ -113,6 +113,10 @@ def _messages(messages: object) -> tuple[list[str], list[str]]:
             raise InvalidInputError(
                 "Each message has a role ('system', 'user' or 'assistant') and a text content."
             )
+        if not validate.encodable(content):
+            raise InvalidInputError(
+                "A message is not valid Unicode (lone surrogates); nothing was sent."
+            )
         roles.append(role)
         contents.append(content)
     return roles, contents

@@ -130,10 +130,11 @@ def test_chit_chat_forms_no_memory(memory: Memory) -> None:
         [("user", "I live in Lyon."), ("user", "x" * 100_001)],
         [("user", "I live in Lyon."), object()],
         [("I was diagnosed with diabetes in Paris.", "user")],
+        [("user", "I live in Lyon."), ("user", "I live in Paris \ud800.")],
     ],
     ids=[
         "a-string", "unknown-role", "not-text", "bad-content", "too-long", "not-a-message",
-        "pair-the-wrong-way-round",
+        "pair-the-wrong-way-round", "a-lone-surrogate",
     ],
 )
 def test_bad_messages_raise_and_change_nothing(memory: Memory, messages: object) -> None:

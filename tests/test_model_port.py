@@ -624,4 +624,6 @@ def test_another_tenant_and_bad_arguments_send_nothing(port: Port) -> None:
         arguments: dict[str, object] = {"purpose": "learn", **bad}
         with pytest.raises(InvalidInputError):
             complete(caller_of(handle), _user("hi"), **arguments)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):  # a lone surrogate: valid in a str, not in JSON text
+        complete(caller_of(handle), _user("I like tea \ud800."), purpose="learn")
     assert port.server.requests == []
