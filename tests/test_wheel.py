@@ -10,7 +10,8 @@ processes that see nothing of the checkout (``-I``, run from an empty folder):
   ``python -m mainsdk_memory`` and ``python -m mainsdk_memory.checks``;
 - ``memory explain E070`` prints its section of the errors page, which the wheel carries;
 - ``import mainsdk_memory`` resolves to the venv's site-packages, not the checkout;
-- the wheel holds ``py.typed``, the static embedder's table and the errors page.
+- the wheel holds ``py.typed``, the static embedder's table, the injection model (which flags
+  there an attack the rules miss) and the errors page.
 
 Not a timed test; about half a minute here (most of it the venv and pip).
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.install import build_wheel
+from tests._injection_samples import MODEL_ONLY_ATTACK
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -74,6 +76,7 @@ def test_the_wheel_carries_the_type_marker_and_the_data_files(
     assert "mainsdk_memory/py.typed" in names
     assert "mainsdk_memory/docs/errors.md" in names
     assert any(n.startswith("mainsdk_memory/data/") and n.endswith(".npz") for n in names)
+    assert "mainsdk_memory/data/injection-model.npz" in names  # the injection model (issue 20)
     assert "mainsdk_memory/__main__.py" in names
     assert "mainsdk_memory/checks/__main__.py" in names
     shipped = zipfile.ZipFile(wheel).read("mainsdk_memory/docs/errors.md").decode()
@@ -83,6 +86,22 @@ def test_the_wheel_carries_the_type_marker_and_the_data_files(
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "Classifier: Typing :: Typed" in text
     assert "Project-URL: Homepage, https://github.com/mainsdk/mainsdk-memory" in text
+
+
+def test_the_installed_injection_model_flags_what_the_rules_miss(
+    installed: tuple[Path, Path, Path],
+) -> None:
+    # The default install reads the model's weights from the wheel, not from the checkout.
+    _wheel, venv, work = installed
+    probe = (
+        "import json, sys\n"
+        "from mainsdk_memory.injection import DEFAULT_DETECTOR, RuleDetector\n"
+        "text = sys.argv[1]\n"
+        "print(json.dumps([[f.rule for f in RuleDetector().check(text)],\n"
+        "                  [f.rule for f in DEFAULT_DETECTOR.check(text)]]))\n"
+    )
+    done = _run([str(venv / "bin" / "python"), "-I", "-c", probe, MODEL_ONLY_ATTACK], cwd=work)
+    assert json.loads(done.stdout) == [[], ["INJ-M01"]]
 
 
 def test_the_venv_is_fresh_and_imports_the_installed_copy(
