@@ -263,10 +263,9 @@ class AnyOf:
         """
         merged: dict[Finding, None] = {}
         seen: list[Views] | None = None
-        shared = isinstance(text, str) and bool(text)
         for detector in self.detectors:
-            if (shared and isinstance(detector, RuleDetector | ModelDetector)
-                    and type(detector) in _SHARES_VIEWS):
+            # the exact types: a subclass may override check, so it is asked through it
+            if type(detector) is RuleDetector or type(detector) is ModelDetector:
                 if seen is None:
                     seen = _all_views(text)
                 found = detector._check_views(seen)
@@ -279,10 +278,6 @@ class AnyOf:
     def __repr__(self) -> str:
         return f"AnyOf({', '.join(repr(detector) for detector in self.detectors)})"
 
-
-#: The detectors whose own check is exactly ``_check_views(_all_views(text))``; a subclass may
-#: override ``check``, so it is asked through it.
-_SHARES_VIEWS: Final = (RuleDetector, ModelDetector)
 
 DEFAULT_DETECTOR: Final[Detector] = AnyOf(RuleDetector(), ModelDetector())
 """The detector Memory uses unless told otherwise: every rule, and the shipped model."""
